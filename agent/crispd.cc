@@ -1,0 +1,100 @@
+// crispd: the per-node agent between slurmstepd and containerd's CRI.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <climits>
+#include <csignal>
+#include <iostream>
+
+#include "agent/cri_client.h"
+#include "agent/images.h"
+#include "agent/log.h"
+#include "agent/reconcile.h"
+#include "agent/server.h"
+#include "agent/steps.h"
+#include "common/client.h"
+#include "common/strings.h"
+#include "version.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+
+std::string host_name() {
+  char buf[HOST_NAME_MAX + 1] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  std::string s(buf);
+  return s.substr(0, s.find('.'));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"crispd: runs Slurm job steps in containers through containerd's CRI"};
+  std::string socket_path = crisp::kDefaultSocket;
+  std::string endpoint = "unix:///run/crisp/containerd.sock";
+  std::string holder = CRISP_LIBEXECDIR "/crisp-holder";
+  std::string node = host_name();
+  std::string handler;
+  std::string level = "info";
+  int call_timeout = 30, pull_timeout = 1800, sweep_interval = 30, sandbox_grace = 120;
+  bool version = false;
+  app.add_option("--socket", socket_path, "Unix socket to serve")->capture_default_str();
+  app.add_option("--cri-endpoint", endpoint, "containerd CRI endpoint")->capture_default_str();
+  app.add_option("--holder", holder, "crisp-holder binary on the host")->capture_default_str();
+  app.add_option("--node-name", node, "node name written in labels")->capture_default_str();
+  app.add_option("--runtime-handler", handler, "CRI runtime handler (empty: containerd's default)");
+  app.add_option("--call-timeout", call_timeout, "seconds for each CRI call")->capture_default_str();
+  app.add_option("--pull-timeout", pull_timeout, "seconds for one image pull")->capture_default_str();
+  app.add_option("--sweep-interval", sweep_interval, "seconds between reconcile sweeps")->capture_default_str();
+  app.add_option("--sandbox-grace", sandbox_grace, "seconds an empty sandbox is kept")->capture_default_str();
+  app.add_option("--log-level", level, "debug, info, warn or error")->capture_default_str();
+  app.add_flag("--version", version, "print the version and exit");
+  CLI11_PARSE(app, argc, argv);
+  if (version) {
+    std::cout << "crispd " << CRISP_VERSION << "\n";
+    return 0;
+  }
+  crisp::LogLevel lvl;
+  if (!crisp::parse_log_level(level, lvl)) {
+    std::cerr << "crispd: unknown --log-level " << level << "\n";
+    return 2;
+  }
+  crisp::set_log_level(lvl);
+  if (access(holder.c_str(), X_OK) != 0) {
+    crisp::log_error("the holder " + holder + " is not executable: " + crisp::errno_text(errno));
+    return 1;
+  }
+
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGTERM, &sa, nullptr) != 0 || sigaction(SIGINT, &sa, nullptr) != 0 ||
+      signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+    crisp::log_error("cannot install signal handlers: " + crisp::errno_text(errno));
+    return 1;
+  }
+
+  crisp::CriClient cri(endpoint, std::chrono::seconds(call_timeout), std::chrono::seconds(pull_timeout));
+  if (auto v = cri.version(); v)
+    crisp::log_info("container runtime at " + endpoint + ": " + *v);
+  else
+    crisp::log_warn(v.error() + "; requests will fail until it is up");
+
+  crisp::ImageStore images(cri);
+  crisp::StepManager steps(cri, images, {{node, holder}, handler, 2});
+  crisp::Sweeper sweeper(steps, std::chrono::seconds(sweep_interval), std::chrono::seconds(sandbox_grace));
+  crisp::Server server(steps, images, &sweeper);
+  if (auto s = server.listen_on(socket_path); !s) {
+    crisp::log_error(s.error());
+    return 1;
+  }
+  crisp::log_info("crispd " CRISP_VERSION " serving " + socket_path + " on node " + node);
+  server.serve(g_stop);
+  crisp::log_info("crispd stopping");
+  return 0;
+}

@@ -1,0 +1,48 @@
+// The node's images as crispd sees them: present ones are read from the store,
+// missing ones are pulled through CRI, and concurrent requests for one image
+// wait on a single pull.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "agent/cri_client.h"
+#include "agent/spec_builder.h"
+
+namespace crisp {
+
+struct PullCounters {
+  std::atomic<uint64_t> started{0};
+  std::atomic<uint64_t> merged{0};
+  std::atomic<uint64_t> cached{0};
+};
+
+class ImageStore {
+ public:
+  explicit ImageStore(CriClient& cri) : cri_(cri) {}
+
+  // Makes the image present and returns its config.
+  Result<ImageConfig> ensure(const std::string& ref);
+  const PullCounters& counters() const { return counters_; }
+
+ private:
+  struct Entry {
+    std::mutex pulling;
+    std::atomic<uint64_t> pulls{0};
+  };
+  std::shared_ptr<Entry> entry_for(const std::string& ref);
+  Result<ImageConfig> read_config(const std::string& ref, bool& present);
+
+  CriClient& cri_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Entry>> entries_;
+  PullCounters counters_;
+};
+
+// Turns containerd's pull error into a line that tells the user what to fix.
+std::string explain_pull_error(const std::string& ref, const std::string& cri_error);
+
+}  // namespace crisp

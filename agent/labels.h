@@ -1,0 +1,29 @@
+// The CRI labels that are crispd's only state: what a restarted crispd, the
+// reconcile sweep and crictl users read back.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace crisp::labels {
+
+inline constexpr const char* kManaged = "crisp.slurm/managed";
+inline constexpr const char* kJob = "crisp.slurm/job";
+inline constexpr const char* kStep = "crisp.slurm/step";
+inline constexpr const char* kUid = "crisp.slurm/uid";
+inline constexpr const char* kUser = "crisp.slurm/user";
+inline constexpr const char* kNode = "crisp.slurm/node";
+inline constexpr const char* kImage = "crisp.slurm/image";
+// What crictl prints in its POD, NAMESPACE and NAME columns.
+inline constexpr const char* kPodName = "io.kubernetes.pod.name";
+inline constexpr const char* kPodNamespace = "io.kubernetes.pod.namespace";
+inline constexpr const char* kPodUid = "io.kubernetes.pod.uid";
+inline constexpr const char* kContainerName = "io.kubernetes.container.name";
+
+inline constexpr const char* kNamespace = "slurm";
+
+// Slurm's special step ids get their names; others are numbers.
+std::string step_name(uint32_t step_id);
+std::string pod_name(uint32_t job_id);
+
+}  // namespace crisp::labels

@@ -1,0 +1,78 @@
+#include "agent/reconcile.h"
+
+#include <set>
+
+#include "agent/labels.h"
+#include "agent/log.h"
+
+namespace crisp {
+
+uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace) {
+  CriClient& cri = steps.cri();
+  const Labels managed = {{labels::kManaged, "true"}};
+  uint64_t removed = 0;
+
+  auto containers = cri.list_containers(managed);
+  if (!containers) {
+    log_warn("sweep: " + containers.error());
+    return 0;
+  }
+  for (const cri::Container& c : *containers) {
+    if (c.state() != cri::CONTAINER_EXITED && c.state() != cri::CONTAINER_UNKNOWN) continue;
+    uint32_t job = static_cast<uint32_t>(std::strtoul(c.labels().at(labels::kJob).c_str(), nullptr, 10));
+    auto lock = steps.lock_job(job);
+    v1::ReleaseResponse out;
+    if (steps.remove_containers({c}, out); out.removed_containers()) {
+      log_info("sweep: removed exited container " + c.id().substr(0, 12) + " of job " + std::to_string(job));
+      removed++;
+    }
+  }
+
+  auto sandboxes = cri.list_pod_sandboxes(managed);
+  if (!sandboxes) {
+    log_warn("sweep: " + sandboxes.error());
+    return removed;
+  }
+  auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  for (const cri::PodSandbox& sb : *sandboxes) {
+    // A fresh sandbox may be waiting for its first container.
+    if (sb.state() == cri::SANDBOX_READY &&
+        now_ns - sb.created_at() < std::chrono::nanoseconds(sandbox_grace).count())
+      continue;
+    uint32_t job = static_cast<uint32_t>(std::strtoul(sb.labels().at(labels::kJob).c_str(), nullptr, 10));
+    auto lock = steps.lock_job(job);
+    bool gone = false;
+    if (auto s = steps.remove_sandbox_if_empty(sb, gone); !s) log_warn("sweep: " + s.error());
+    if (gone) {
+      log_info("sweep: removed empty sandbox " + sb.id().substr(0, 12) + " of job " + std::to_string(job));
+      removed++;
+    }
+  }
+  return removed;
+}
+
+Sweeper::Sweeper(StepManager& steps, std::chrono::seconds interval, std::chrono::seconds sandbox_grace)
+    : steps_(steps), interval_(interval), grace_(sandbox_grace) {
+  thread_ = std::thread([this] {
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      swept_ += sweep_once(steps_, grace_);
+      lock.lock();
+      cv_.wait_for(lock, interval_, [this] { return stop_; });
+    }
+  });
+}
+
+Sweeper::~Sweeper() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+}  // namespace crisp

@@ -1,0 +1,170 @@
+#include "agent/server.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+#include "agent/log.h"
+#include "common/image_ref.h"
+#include "common/strings.h"
+#include "common/wire.h"
+
+namespace crisp {
+namespace {
+
+constexpr int kMaxConnections = 512;
+constexpr auto kIoTimeout = std::chrono::seconds(10);
+
+v1::Response error_response(const std::string& message) {
+  v1::Response r;
+  r.set_error(message);
+  return r;
+}
+
+}  // namespace
+
+Status Server::listen_on(const std::string& socket_path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof addr.sun_path) return fail("socket path too long: " + socket_path);
+  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0) return fail("socket: " + errno_text(errno));
+  if (unlink(socket_path.c_str()) != 0 && errno != ENOENT)
+    return fail("cannot remove the old socket " + socket_path + ": " + errno_text(errno));
+  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return fail("cannot bind " + socket_path + ": " + errno_text(errno));
+  if (chmod(socket_path.c_str(), 0666) != 0) return fail("chmod " + socket_path + ": " + errno_text(errno));
+  if (listen(listen_fd_, 128) != 0) return fail("listen: " + errno_text(errno));
+  return Ok{};
+}
+
+void Server::serve(const std::atomic<bool>& stop) {
+  while (!stop) {
+    struct pollfd p = {listen_fd_, POLLIN, 0};
+    int n = poll(&p, 1, 500);
+    if (n < 0 && errno != EINTR) {
+      log_error("poll on the listening socket: " + errno_text(errno));
+      return;
+    }
+    if (n <= 0) continue;
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) log_warn("accept: " + errno_text(errno));
+      continue;
+    }
+    if (active_ >= kMaxConnections) {
+      (void)write_frame(fd, [] {
+        std::string s;
+        error_response("crispd is overloaded, try again").SerializeToString(&s);
+        return s;
+      }(), Deadline(std::chrono::seconds(1)));
+      close(fd);
+      continue;
+    }
+    active_++;
+    std::thread([this, fd] {
+      serve_connection(fd);
+      close(fd);
+      active_--;
+    }).detach();
+  }
+  // Let requests under way finish their CRI calls before the managers go away.
+  while (active_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  close(listen_fd_);
+}
+
+void Server::serve_connection(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    log_warn("SO_PEERCRED: " + errno_text(errno));
+    return;
+  }
+  auto frame = read_frame(fd, Deadline(kIoTimeout));
+  if (!frame) {
+    if (frame.error() != "closed") log_warn("reading a request from pid " + std::to_string(cred.pid) + ": " + frame.error());
+    return;
+  }
+  v1::Request req;
+  v1::Response resp = req.ParseFromString(*frame) ? handle(req, {cred.pid, cred.uid, cred.gid})
+                                                  : error_response("malformed request");
+  std::string out;
+  resp.SerializeToString(&out);
+  if (auto s = write_frame(fd, out, Deadline(kIoTimeout)); !s)
+    log_warn("answering pid " + std::to_string(cred.pid) + ": " + s.error());
+}
+
+v1::Response Server::handle(const v1::Request& req, const Peer& peer) {
+  auto root_only = [&](const char* what) -> std::optional<v1::Response> {
+    if (peer.uid == 0) return std::nullopt;
+    log_warn("refused " + std::string(what) + " from uid " + std::to_string(peer.uid) + " (pid " +
+             std::to_string(peer.pid) + ")");
+    return error_response(std::string(what) + " is reserved to root (slurmstepd): permission denied");
+  };
+  v1::Response resp;
+  switch (req.kind_case()) {
+    case v1::Request::kCreateStep: {
+      if (auto r = root_only("creating a container")) return *r;
+      auto out = steps_.create(req.create_step());
+      if (!out) return error_response(out.error());
+      *resp.mutable_create_step() = std::move(*out);
+      return resp;
+    }
+    case v1::Request::kReleaseStep: {
+      if (auto r = root_only("releasing a step")) return *r;
+      auto out = steps_.release_step(req.release_step().job_id(), req.release_step().step_id());
+      if (!out) return error_response(out.error());
+      *resp.mutable_release() = std::move(*out);
+      return resp;
+    }
+    case v1::Request::kReleaseJob: {
+      if (auto r = root_only("releasing a job")) return *r;
+      auto out = steps_.release_job(req.release_job().job_id());
+      if (!out) return error_response(out.error());
+      *resp.mutable_release() = std::move(*out);
+      return resp;
+    }
+    case v1::Request::kList: {
+      // A user sees only their own jobs' containers.
+      auto out = steps_.list(req.list().job_id(), peer.uid == 0 ? -1 : static_cast<int64_t>(peer.uid));
+      if (!out) return error_response(out.error());
+      *resp.mutable_list() = std::move(*out);
+      return resp;
+    }
+    case v1::Request::kPull: {
+      if (auto r = root_only("pulling an image")) return *r;
+      auto t0 = std::chrono::steady_clock::now();
+      auto ref = parse_image_ref(req.pull().image());
+      if (!ref) return error_response(ref.error());
+      auto out = images_.ensure(ref->canonical());
+      if (!out) return error_response(out.error());
+      resp.mutable_pull()->set_image_ref(ref->canonical());
+      resp.mutable_pull()->set_ms(static_cast<uint32_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()));
+      return resp;
+    }
+    case v1::Request::kStats: {
+      auto* s = resp.mutable_stats();
+      s->set_pulls_started(images_.counters().started);
+      s->set_pulls_merged(images_.counters().merged);
+      s->set_pulls_cached(images_.counters().cached);
+      s->set_steps_created(steps_.created);
+      s->set_steps_released(steps_.released);
+      s->set_swept(sweeper_ ? sweeper_->swept() : 0);
+      return resp;
+    }
+    case v1::Request::KIND_NOT_SET:
+      break;
+  }
+  return error_response("unknown request (crispd is older than its client?)");
+}
+
+}  // namespace crisp

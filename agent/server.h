@@ -1,0 +1,43 @@
+// crispd's Unix-socket server: one request per connection, each on its own
+// thread, with the caller identified by SO_PEERCRED.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "agent/images.h"
+#include "agent/reconcile.h"
+#include "agent/steps.h"
+
+namespace crisp {
+
+struct Peer {
+  pid_t pid = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+class Server {
+ public:
+  Server(StepManager& steps, ImageStore& images, const Sweeper* sweeper)
+      : steps_(steps), images_(images), sweeper_(sweeper) {}
+
+  // Binds socket_path (mode 0666: every user may list their own jobs).
+  Status listen_on(const std::string& socket_path);
+  // Serves until stop is set (checked every poll tick).
+  void serve(const std::atomic<bool>& stop);
+
+  // Authorization and dispatch; public for the tests of its rules.
+  v1::Response handle(const v1::Request& req, const Peer& peer);
+
+ private:
+  void serve_connection(int fd);
+
+  StepManager& steps_;
+  ImageStore& images_;
+  const Sweeper* sweeper_;
+  int listen_fd_ = -1;
+  std::atomic<int> active_{0};
+};
+
+}  // namespace crisp

@@ -1,0 +1,53 @@
+// Pure builders of the CRI configs for a job's sandbox and a step's holder
+// container, and the parser of ImageStatus's verbose info. No I/O here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/cri_client.h"
+#include "common/layout.h"
+#include "common/result.h"
+#include "crisp.pb.h"
+
+namespace crisp {
+
+struct NodeSettings {
+  std::string node_name;
+  std::string holder_path;  // crisp-holder on the host
+};
+
+struct JobIdentity {
+  uint32_t job_id = 0;
+  uint32_t uid = 0;
+  std::string user;
+};
+
+struct StepContainerInput {
+  JobIdentity job;
+  uint32_t step_id = 0;
+  uint32_t gid = 0;
+  std::vector<uint32_t> groups;
+  std::string image;                   // canonical reference
+  std::vector<v1::BindMount> mounts;   // sources already resolved and checked
+  std::string workdir;                 // mounted at itself when non-empty
+  int32_t stepd_pid = 0;
+};
+
+cri::PodSandboxConfig build_sandbox_config(const JobIdentity& job, const NodeSettings& node);
+cri::ContainerConfig build_step_container(const StepContainerInput& in, const NodeSettings& node);
+
+struct ImageConfig {
+  std::vector<std::string> env;
+  std::vector<std::string> entrypoint;
+  std::vector<std::string> cmd;
+  std::string working_dir;
+};
+
+// info is ImageStatusResponse.info: {"info": "<JSON with imageSpec.config>"}.
+Result<ImageConfig> parse_image_info(const std::map<std::string, std::string>& info);
+
+// The holder's pid from ContainerStatus(verbose).info["info"].
+Result<int> parse_container_pid(const std::map<std::string, std::string>& info);
+
+}  // namespace crisp

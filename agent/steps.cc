@@ -1,0 +1,235 @@
+#include "agent/steps.h"
+
+#include <chrono>
+#include <cstdlib>
+
+#include "agent/labels.h"
+#include "agent/log.h"
+#include "agent/user_access.h"
+#include "common/image_ref.h"
+
+namespace crisp {
+namespace {
+
+std::string job_text(uint32_t job, uint32_t step) { return "job " + std::to_string(job) + " step " + labels::step_name(step); }
+
+}  // namespace
+
+std::unique_lock<std::mutex> StepManager::lock_job(uint32_t job_id) {
+  std::shared_ptr<std::mutex> m;
+  {
+    std::lock_guard lock(jobs_mu_);
+    auto& slot = job_locks_[job_id];
+    if (!slot) slot = std::make_shared<std::mutex>();
+    m = slot;
+  }
+  return std::unique_lock<std::mutex>(*m);
+}
+
+Labels StepManager::job_selector(uint32_t job_id) const {
+  return {{labels::kManaged, "true"}, {labels::kJob, std::to_string(job_id)}};
+}
+
+Result<cri::PodSandbox> StepManager::find_or_run_sandbox(const JobIdentity& job, const cri::PodSandboxConfig& config) {
+  auto found = cri_.list_pod_sandboxes(job_selector(job.job_id));
+  if (!found) return Error{found.error()};
+  for (const cri::PodSandbox& sb : *found) {
+    if (sb.state() == cri::SANDBOX_READY) {
+      if (sb.labels().at(labels::kUid) != std::to_string(job.uid))
+        return fail("job " + std::to_string(job.job_id) + " already has a sandbox of another user on this node");
+      return sb;
+    }
+    // A sandbox that is not ready is a leftover: it must go before its name can be reused.
+    log_warn("removing sandbox " + sb.id() + " of job " + std::to_string(job.job_id) + ", which is not ready");
+    if (auto s = cri_.remove_pod_sandbox(sb.id()); !s) return Error{s.error()};
+  }
+  auto id = cri_.run_pod_sandbox(config, settings_.runtime_handler);
+  if (!id) return fail("cannot create the job's sandbox: " + id.error());
+  cri::PodSandbox sb;
+  sb.set_id(*id);
+  sb.set_state(cri::SANDBOX_READY);
+  return sb;
+}
+
+Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& req) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto ref = parse_image_ref(req.image());
+  if (!ref) return Error{ref.error()};
+  std::string image = ref->canonical();
+
+  UserCreds creds{req.uid(), req.gid(), {req.supplementary_gids().begin(), req.supplementary_gids().end()}};
+  StepContainerInput in;
+  in.job = {req.job_id(), req.uid(), req.user()};
+  in.step_id = req.step_id();
+  in.gid = req.gid();
+  in.groups = creds.groups;
+  in.image = image;
+  in.stepd_pid = req.stepd_pid();
+  for (const v1::BindMount& m : req.mounts()) {
+    auto src = resolve_as_user(creds, m.source());
+    if (!src) return fail("mount source " + src.error() + ": it must exist and be readable by you");
+    v1::BindMount resolved = m;
+    resolved.set_source(*src);
+    in.mounts.push_back(resolved);
+  }
+  v1::CreateStepResponse out;
+  if (!req.job_workdir().empty()) {
+    // A working directory the user cannot reach stays unmounted; slurmstepd then reports it.
+    if (auto wd = resolve_as_user(creds, req.job_workdir()); wd && *wd == req.job_workdir()) {
+      in.workdir = *wd;
+      out.set_job_workdir_mounted(true);
+    }
+  }
+
+  auto config = images_.ensure(image);
+  if (!config) return Error{config.error()};
+  for (const std::string& e : config->env) out.add_image_env(e);
+  out.set_image_workdir(config->working_dir);
+  for (const std::string& e : config->entrypoint) out.add_entrypoint(e);
+  for (const std::string& c : config->cmd) out.add_cmd(c);
+
+  auto lock = lock_job(req.job_id());
+  cri::PodSandboxConfig sandbox_config = build_sandbox_config(in.job, settings_.node);
+  auto sandbox = find_or_run_sandbox(in.job, sandbox_config);
+  if (!sandbox) return Error{sandbox.error()};
+
+  // Undo what this call made, so a failed step leaves nothing behind.
+  v1::ReleaseResponse undo;
+  auto cleanup = [&](const std::string& container_id) {
+    if (!container_id.empty()) {
+      cri::Container c;
+      c.set_id(container_id);
+      (void)remove_containers({c}, undo);
+    }
+    bool removed = false;
+    (void)remove_sandbox_if_empty(*sandbox, removed);
+  };
+
+  Labels step_sel = job_selector(req.job_id());
+  step_sel[labels::kStep] = std::to_string(req.step_id());
+  if (auto stale = cri_.list_containers(step_sel); stale && !stale->empty()) {
+    log_warn("removing " + std::to_string(stale->size()) + " stale container(s) of " +
+             job_text(req.job_id(), req.step_id()));
+    (void)remove_containers(*stale, undo);
+  }
+
+  auto id = cri_.create_container(sandbox->id(), build_step_container(in, settings_.node), sandbox_config);
+  if (!id) {
+    cleanup("");
+    return fail("cannot create the step's container from " + image + ": " + id.error());
+  }
+  if (auto s = cri_.start_container(*id); !s) {
+    cleanup(*id);
+    return fail("cannot start the step's container from " + image + ": " + s.error());
+  }
+  auto status = cri_.container_status(*id, true);
+  Result<int> pid = status ? parse_container_pid({status->info().begin(), status->info().end()})
+                           : Result<int>(Error{status.error()});
+  if (!pid) {
+    cleanup(*id);
+    return fail("the step's container did not start: " + pid.error());
+  }
+  out.set_holder_pid(*pid);
+  out.set_container_id(*id);
+  out.set_sandbox_id(sandbox->id());
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  out.set_setup_ms(static_cast<uint32_t>(ms));
+  created++;
+  log_info("created container " + id->substr(0, 12) + " for " + job_text(req.job_id(), req.step_id()) + " (uid " +
+           std::to_string(req.uid()) + ", " + image + ") in " + std::to_string(ms) + " ms");
+  return out;
+}
+
+Status StepManager::remove_containers(const std::vector<cri::Container>& containers, v1::ReleaseResponse& out) {
+  Status result = Ok{};
+  for (const cri::Container& c : containers) {
+    // The holder exits on SIGTERM, so the stop is quick; remove alone would SIGKILL it.
+    if (auto s = cri_.stop_container(c.id(), settings_.stop_timeout_s); !s)
+      log_warn("stopping container " + c.id() + ": " + s.error());
+    if (auto s = cri_.remove_container(c.id()); !s) {
+      log_error("removing container " + c.id() + ": " + s.error());
+      result = s;
+      continue;
+    }
+    out.set_removed_containers(out.removed_containers() + 1);
+  }
+  return result;
+}
+
+Status StepManager::remove_sandbox_if_empty(const cri::PodSandbox& sandbox, bool& removed) {
+  removed = false;
+  auto rest = cri_.list_containers({}, sandbox.id());
+  if (!rest) return Error{rest.error()};
+  if (!rest->empty()) return Ok{};
+  if (auto s = cri_.stop_pod_sandbox(sandbox.id()); !s) return s;
+  if (auto s = cri_.remove_pod_sandbox(sandbox.id()); !s) return s;
+  removed = true;
+  return Ok{};
+}
+
+Result<v1::ReleaseResponse> StepManager::release_step(uint32_t job_id, uint32_t step_id) {
+  auto lock = lock_job(job_id);
+  Labels sel = job_selector(job_id);
+  sel[labels::kStep] = std::to_string(step_id);
+  v1::ReleaseResponse out;
+  auto containers = cri_.list_containers(sel);
+  if (!containers) return Error{containers.error()};
+  if (auto s = remove_containers(*containers, out); !s) return Error{s.error()};
+  auto sandboxes = cri_.list_pod_sandboxes(job_selector(job_id));
+  if (!sandboxes) return Error{sandboxes.error()};
+  for (const cri::PodSandbox& sb : *sandboxes) {
+    bool removed = false;
+    if (auto s = remove_sandbox_if_empty(sb, removed); !s) return Error{s.error()};
+    if (removed) out.set_removed_sandbox(true);
+  }
+  released++;
+  log_info("released " + job_text(job_id, step_id) + ": " + std::to_string(out.removed_containers()) +
+           " container(s)" + (out.removed_sandbox() ? ", sandbox removed" : ""));
+  return out;
+}
+
+Result<v1::ReleaseResponse> StepManager::release_job(uint32_t job_id) {
+  auto lock = lock_job(job_id);
+  v1::ReleaseResponse out;
+  auto containers = cri_.list_containers(job_selector(job_id));
+  if (!containers) return Error{containers.error()};
+  if (auto s = remove_containers(*containers, out); !s) return Error{s.error()};
+  auto sandboxes = cri_.list_pod_sandboxes(job_selector(job_id));
+  if (!sandboxes) return Error{sandboxes.error()};
+  for (const cri::PodSandbox& sb : *sandboxes) {
+    if (auto s = cri_.stop_pod_sandbox(sb.id()); !s) return Error{s.error()};
+    if (auto s = cri_.remove_pod_sandbox(sb.id()); !s) return Error{s.error()};
+    out.set_removed_sandbox(true);
+  }
+  if (out.removed_containers() || out.removed_sandbox())
+    log_info("released job " + std::to_string(job_id) + ": " + std::to_string(out.removed_containers()) +
+             " container(s)" + (out.removed_sandbox() ? ", sandbox removed" : ""));
+  return out;
+}
+
+Result<v1::ListResponse> StepManager::list(uint32_t job_id, int64_t only_uid) {
+  Labels sel = {{labels::kManaged, "true"}};
+  if (job_id) sel[labels::kJob] = std::to_string(job_id);
+  if (only_uid >= 0) sel[labels::kUid] = std::to_string(only_uid);
+  auto containers = cri_.list_containers(sel);
+  if (!containers) return Error{containers.error()};
+  v1::ListResponse out;
+  for (const cri::Container& c : *containers) {
+    v1::StepInfo* s = out.add_steps();
+    auto label = [&](const char* k) {
+      auto it = c.labels().find(k);
+      return it == c.labels().end() ? std::string() : it->second;
+    };
+    s->set_job_id(static_cast<uint32_t>(std::strtoul(label(labels::kJob).c_str(), nullptr, 10)));
+    s->set_step_id(static_cast<uint32_t>(std::strtoul(label(labels::kStep).c_str(), nullptr, 10)));
+    s->set_uid(static_cast<uint32_t>(std::strtoul(label(labels::kUid).c_str(), nullptr, 10)));
+    s->set_image(label(labels::kImage));
+    s->set_container_id(c.id());
+    s->set_sandbox_id(c.pod_sandbox_id());
+    s->set_state(cri::ContainerState_Name(c.state()));
+    s->set_created_at_ns(c.created_at());
+  }
+  return out;
+}
+
+}  // namespace crisp

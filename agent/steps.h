@@ -1,0 +1,55 @@
+// A job's sandbox and its steps' holder containers: created on a step's
+// start, removed at its end, the sandbox with the job's last step on the node.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "agent/cri_client.h"
+#include "agent/images.h"
+#include "agent/spec_builder.h"
+#include "crisp.pb.h"
+
+namespace crisp {
+
+struct StepSettings {
+  NodeSettings node;
+  std::string runtime_handler;
+  int64_t stop_timeout_s = 2;
+};
+
+class StepManager {
+ public:
+  StepManager(CriClient& cri, ImageStore& images, StepSettings settings)
+      : cri_(cri), images_(images), settings_(std::move(settings)) {}
+
+  Result<v1::CreateStepResponse> create(const v1::CreateStepRequest& req);
+  Result<v1::ReleaseResponse> release_step(uint32_t job_id, uint32_t step_id);
+  Result<v1::ReleaseResponse> release_job(uint32_t job_id);
+  // only_uid < 0: every job's steps.
+  Result<v1::ListResponse> list(uint32_t job_id, int64_t only_uid);
+
+  // Serializes all changes to one job's sandbox and containers.
+  std::unique_lock<std::mutex> lock_job(uint32_t job_id);
+  // Removes the containers (stopping them first) and then the job's empty sandboxes.
+  Status remove_containers(const std::vector<cri::Container>& containers, v1::ReleaseResponse& out);
+  Status remove_sandbox_if_empty(const cri::PodSandbox& sandbox, bool& removed);
+
+  CriClient& cri() { return cri_; }
+  const StepSettings& settings() const { return settings_; }
+  std::atomic<uint64_t> created{0}, released{0};
+
+ private:
+  Result<cri::PodSandbox> find_or_run_sandbox(const JobIdentity& job, const cri::PodSandboxConfig& config);
+  Labels job_selector(uint32_t job_id) const;
+
+  CriClient& cri_;
+  ImageStore& images_;
+  StepSettings settings_;
+  std::mutex jobs_mu_;
+  std::map<uint32_t, std::shared_ptr<std::mutex>> job_locks_;
+};
+
+}  // namespace crisp

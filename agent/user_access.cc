@@ -1,0 +1,53 @@
+#include "agent/user_access.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <thread>
+
+#include "common/strings.h"
+
+namespace crisp {
+
+Result<std::string> resolve_as_user(const UserCreds& creds, const std::string& path) {
+  Result<std::string> result = fail("not checked");
+  // Credentials are per thread in the kernel; the raw syscalls change only this
+  // short-lived thread's, while glibc's wrappers would change every thread's.
+  std::thread worker([&] {
+    std::vector<gid_t> groups(creds.groups.begin(), creds.groups.end());
+    if (syscall(SYS_setgroups, groups.size(), groups.data()) != 0 ||
+        syscall(SYS_setresgid, creds.gid, creds.gid, creds.gid) != 0 ||
+        syscall(SYS_setresuid, creds.uid, creds.uid, creds.uid) != 0) {
+      result = fail("cannot take the user's credentials: " + errno_text(errno));
+      return;
+    }
+    char resolved[PATH_MAX];
+    if (!realpath(path.c_str(), resolved)) {
+      result = fail(path + ": " + errno_text(errno));
+      return;
+    }
+    int mode = R_OK;
+    struct stat st;
+    if (stat(resolved, &st) != 0) {
+      result = fail(path + ": " + errno_text(errno));
+      return;
+    }
+    if (S_ISDIR(st.st_mode)) mode |= X_OK;
+    // faccessat with AT_EACCESS uses this thread's effective ids.
+    if (faccessat(AT_FDCWD, resolved, mode, AT_EACCESS) != 0) {
+      result = fail(path + ": " + errno_text(errno));
+      return;
+    }
+    result = std::string(resolved);
+  });
+  worker.join();
+  return result;
+}
+
+}  // namespace crisp

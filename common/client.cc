@@ -1,0 +1,66 @@
+#include "common/client.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/strings.h"
+#include "common/wire.h"
+
+namespace crisp {
+namespace {
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+Result<v1::Response> call_agent(const std::string& socket_path, const v1::Request& request,
+                                std::chrono::milliseconds timeout) {
+  Deadline deadline(timeout);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof addr.sun_path) return fail("crispd socket path is too long: " + socket_path);
+  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+
+  Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (fd.get() < 0) return fail("socket: " + errno_text(errno));
+  // A Unix-socket connect does not block on a live listener; a full backlog
+  // fails with EAGAIN on a non-blocking socket, so connect blocking.
+  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0)
+    return fail("cannot reach crispd at " + socket_path + " (" + errno_text(errno) +
+                "): is crispd running on this node?");
+
+  std::string out;
+  if (!request.SerializeToString(&out)) return fail("cannot encode the request to crispd");
+  if (auto s = write_frame(fd.get(), out, deadline); !s)
+    return fail("sending to crispd at " + socket_path + " failed: " + s.error());
+  auto in = read_frame(fd.get(), deadline);
+  if (!in) {
+    if (in.error() == "timed out")
+      return fail("crispd at " + socket_path + " did not answer within " +
+                  std::to_string(timeout.count() / 1000) + " s");
+    return fail("crispd at " + socket_path + " dropped the request (" + in.error() + "): see its log");
+  }
+  v1::Response response;
+  if (!response.ParseFromString(*in)) return fail("crispd sent a malformed answer");
+  if (!response.error().empty()) return fail(response.error());
+  return response;
+}
+
+}  // namespace crisp

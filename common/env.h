@@ -1,0 +1,33 @@
+// How the image's environment and the job's combine in each task, as in Pyxis:
+// the image's values win, except for the names the user lists in
+// --container-env; host library paths (LD_*) are dropped; PATH comes from the image.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace crisp {
+
+struct EnvEdit {
+  std::string name;
+  std::optional<std::string> value;  // nullopt: unset
+
+  bool operator==(const EnvEdit&) const = default;
+};
+
+inline constexpr std::string_view kDefaultPath =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// image_env and job_env hold "NAME=VALUE" strings; keep holds the --container-env names.
+std::vector<EnvEdit> merge_env(const std::vector<std::string>& image_env,
+                               const std::vector<std::string>& job_env,
+                               const std::vector<std::string>& keep);
+
+// --container-env: NAME[,NAME...]
+Result<std::vector<std::string>> parse_env_names(std::string_view text);
+
+}  // namespace crisp

@@ -1,0 +1,38 @@
+// A value or a one-line error for the user. C++20 has no std::expected yet.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace crisp {
+
+struct Error {
+  std::string message;
+};
+
+template <typename T>
+class Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}
+  Result(Error error) : v_(std::move(error)) {}
+
+  bool ok() const { return std::holds_alternative<T>(v_); }
+  explicit operator bool() const { return ok(); }
+  T& value() { return std::get<T>(v_); }
+  const T& value() const { return std::get<T>(v_); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() { return value(); }
+  const std::string& error() const { return std::get<Error>(v_).message; }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+struct Ok {};
+using Status = Result<Ok>;
+
+inline Error fail(std::string message) { return Error{std::move(message)}; }
+
+}  // namespace crisp

@@ -1,0 +1,29 @@
+#include "common/strings.h"
+
+#include <cstring>
+
+namespace crisp {
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t pos = s.find(sep, start);
+    out.emplace_back(s.substr(start, pos == std::string_view::npos ? pos : pos - start));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+std::string errno_text(int err) {
+  char buf[256];
+  // GNU strerror_r returns the message, which may not be buf.
+  return strerror_r(err, buf, sizeof buf);
+}
+
+}  // namespace crisp

@@ -1,0 +1,18 @@
+// Small string helpers shared by the parsers.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace crisp {
+
+// Splits on sep; empty fields are kept so callers can reject them.
+std::vector<std::string> split(std::string_view s, char sep);
+
+bool starts_with(std::string_view s, std::string_view prefix);
+
+// strerror() as a std::string, thread-safe.
+std::string errno_text(int err);
+
+}  // namespace crisp

@@ -1,0 +1,24 @@
+// The plugin's work, one function per Slurm callback, split by context as the
+// files are: local.cc (srun/sbatch/salloc), remote.cc (slurmstepd), slurmd.cc.
+#pragma once
+
+#include "spank/slurm_spank.h"
+
+#include "spank/options.h"
+
+namespace crisp {
+
+struct PluginState {
+  RawOptions raw;
+  PluginConfig config;
+};
+PluginState& plugin_state();
+
+int local_init_post_opt(spank_t sp);
+int remote_init_post_opt(spank_t sp);
+int remote_task_init_privileged(spank_t sp);
+int remote_task_init(spank_t sp);
+int remote_exit(spank_t sp);
+int slurmd_job_epilog(spank_t sp);
+
+}  // namespace crisp

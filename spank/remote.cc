@@ -1,0 +1,138 @@
+// slurmstepd: one container per step on this node, created before the tasks
+// are forked; every task joins it, then runs as the user inside the image.
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+
+#include "common/client.h"
+#include "common/env.h"
+#include "common/layout.h"
+#include "common/strings.h"
+#include "spank/contexts.h"
+#include "spank/join.h"
+#include "spank/seam.h"
+
+namespace crisp {
+namespace {
+
+constexpr uint32_t kExternStep = 0xfffffffc;
+
+struct StepState {
+  bool active = false;    // the step asked for a container
+  bool created = false;   // crispd made one
+  bool released = false;
+  // Slurm drops init_post_opt's errors silently, so they wait for the tasks,
+  // whose stderr reaches the user.
+  std::string error;
+  ContainerOptions opts;
+  StepContext step;
+  v1::CreateStepResponse container;
+  int ns_fd = -1;
+};
+
+StepState& step_state() {
+  static StepState s;
+  return s;
+}
+
+void release(StepState& st) {
+  st.released = true;
+  v1::Request req;
+  req.mutable_release_step()->set_job_id(st.step.job_id);
+  req.mutable_release_step()->set_step_id(st.step.step_id);
+  auto resp = call_agent(plugin_state().config.socket, req, std::chrono::seconds(60));
+  if (!resp && st.created)
+    seam::daemon_log("releasing job " + std::to_string(st.step.job_id) + " step " +
+                     std::to_string(st.step.step_id) + ": " + resp.error() + " (the sweep will remove it)");
+}
+
+// Only the first local task prints: one line per step, not one per task.
+int fail_task(spank_t sp, const std::string& message) {
+  if (seam::local_task_id(sp) == 0) seam::user_error(message);
+  return -1;
+}
+
+}  // namespace
+
+int remote_init_post_opt(spank_t sp) {
+  StepState& st = step_state();
+  auto opts = validate_options(plugin_state().raw);
+  if (!opts) {
+    st.active = true;
+    st.error = opts.error();
+    return 0;
+  }
+  if (!opts->active) return 0;
+  auto step = seam::read_step(sp);
+  if (!step) {
+    st.active = true;
+    st.error = step.error();
+    return 0;
+  }
+  if (step->step_id == kExternStep) return 0;
+  st.active = true;
+  st.opts = *opts;
+  st.step = *step;
+
+  v1::Request req;
+  *req.mutable_create_step() = build_create_request(st.step, st.opts);
+  auto resp = call_agent(plugin_state().config.socket, req, std::chrono::seconds(plugin_state().config.timeout_s));
+  if (!resp) {
+    st.error = resp.error();
+    seam::daemon_log("job " + std::to_string(st.step.job_id) + " step " + std::to_string(st.step.step_id) + ": " +
+                     st.error);
+    // The request may have created things before it failed: release them.
+    release(st);
+    return 0;
+  }
+  st.created = true;
+  st.container = resp->create_step();
+  auto fd = open_holder_mount_ns(st.container.holder_pid(), kHolderTarget);
+  if (!fd) {
+    st.error = fd.error();
+    return 0;
+  }
+  st.ns_fd = *fd;
+  seam::daemon_log("completed container setup in " + std::to_string(st.container.setup_ms()) + " ms (" +
+                   st.opts.image.canonical() + ")");
+  return 0;
+}
+
+int remote_task_init_privileged(spank_t sp) {
+  StepState& st = step_state();
+  if (!st.active) return 0;
+  if (!st.error.empty()) return fail_task(sp, st.error);
+  if (auto s = join_mount_ns(st.ns_fd); !s) return fail_task(sp, s.error());
+  return 0;
+}
+
+int remote_task_init(spank_t sp) {
+  StepState& st = step_state();
+  if (!st.active) return 0;
+  std::vector<std::string> image_env(st.container.image_env().begin(), st.container.image_env().end());
+  std::vector<EnvEdit> edits = merge_env(image_env, seam::job_env(sp), st.opts.env_names);
+
+  std::string dir = st.opts.workdir;
+  if (dir.empty() && !st.container.job_workdir_mounted() && !st.container.image_workdir().empty())
+    dir = st.container.image_workdir();
+  if (!dir.empty()) {
+    if (chdir(dir.c_str()) != 0)
+      return fail_task(sp, "cannot enter the working directory " + dir + " in the container: " + errno_text(errno));
+    edits.push_back({"PWD", dir});
+  }
+  if (auto s = seam::apply_env(sp, edits); !s) return fail_task(sp, s.error());
+  return 0;
+}
+
+int remote_exit(spank_t) {
+  StepState& st = step_state();
+  if (st.ns_fd >= 0) {
+    close(st.ns_fd);
+    st.ns_fd = -1;
+  }
+  if (st.active && !st.released && st.step.job_id != 0) release(st);
+  return 0;
+}
+
+}  // namespace crisp

@@ -1,0 +1,88 @@
+#include "spank/seam.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "common/strings.h"
+
+namespace crisp::seam {
+namespace {
+
+template <typename T>
+Result<T> item(spank_t sp, spank_item_t which, const char* name) {
+  T v{};
+  if (spank_err_t e = spank_get_item(sp, which, &v); e != ESPANK_SUCCESS)
+    return fail(std::string("cannot read ") + name + " from Slurm: " + spank_strerror(e));
+  return v;
+}
+
+std::string user_name(uid_t uid) {
+  struct passwd pw, *found = nullptr;
+  std::vector<char> buf(16384);
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || !found) return std::to_string(uid);
+  return pw.pw_name;
+}
+
+}  // namespace
+
+Result<StepContext> read_step(spank_t sp) {
+  StepContext s;
+  auto job = item<uint32_t>(sp, S_JOB_ID, "the job id");
+  auto step = item<uint32_t>(sp, S_JOB_STEPID, "the step id");
+  auto uid = item<uid_t>(sp, S_JOB_UID, "the job's uid");
+  auto gid = item<gid_t>(sp, S_JOB_GID, "the job's gid");
+  if (!job) return Error{job.error()};
+  if (!step) return Error{step.error()};
+  if (!uid) return Error{uid.error()};
+  if (!gid) return Error{gid.error()};
+  s.job_id = *job;
+  s.step_id = *step;
+  s.uid = *uid;
+  s.gid = *gid;
+  gid_t* gids = nullptr;
+  int ngids = 0;
+  if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &ngids) == ESPANK_SUCCESS)
+    for (int i = 0; i < ngids; ++i) s.groups.push_back(gids[i]);
+  s.user = user_name(s.uid);
+  s.workdir = job_workdir_from_env(job_env(sp));
+  s.stepd_pid = getpid();
+  return s;
+}
+
+std::vector<std::string> job_env(spank_t sp) {
+  char** env = nullptr;
+  std::vector<std::string> out;
+  if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env) return out;
+  for (char** e = env; *e; ++e) out.emplace_back(*e);
+  return out;
+}
+
+int local_task_id(spank_t sp) {
+  int id = -1;
+  if (spank_get_item(sp, S_TASK_ID, &id) != ESPANK_SUCCESS) return -1;
+  return id;
+}
+
+Result<uint32_t> job_id(spank_t sp) { return item<uint32_t>(sp, S_JOB_ID, "the job id"); }
+
+Status apply_env(spank_t sp, const std::vector<EnvEdit>& edits) {
+  for (const EnvEdit& e : edits) {
+    spank_err_t rc = e.value ? spank_setenv(sp, e.name.c_str(), e.value->c_str(), 1)
+                             : spank_unsetenv(sp, e.name.c_str());
+    if (rc != ESPANK_SUCCESS)
+      return fail("cannot set " + e.name + " in the task's environment: " + spank_strerror(rc));
+  }
+  return Ok{};
+}
+
+void user_error(const std::string& message) {
+  std::string line = "crisp: " + message + "\n";
+  // One write keeps the line whole when several tasks report at once.
+  if (write(STDERR_FILENO, line.data(), line.size()) < 0) return;
+}
+
+void daemon_log(const std::string& message) { slurm_info("crisp: %s", message.c_str()); }
+
+}  // namespace crisp::seam

@@ -1,0 +1,27 @@
+// The thin seam around the SPANK API: everything the plugin reads from or
+// writes to Slurm goes through here, so the rest is plain C++.
+#pragma once
+
+#include "spank/slurm_spank.h"
+
+#include <string>
+#include <vector>
+
+#include "common/env.h"
+#include "common/result.h"
+#include "spank/step_request.h"
+
+namespace crisp::seam {
+
+Result<StepContext> read_step(spank_t sp);
+std::vector<std::string> job_env(spank_t sp);
+int local_task_id(spank_t sp);
+Status apply_env(spank_t sp, const std::vector<EnvEdit>& edits);
+Result<uint32_t> job_id(spank_t sp);
+
+// The one line a user sees for an error they can fix.
+void user_error(const std::string& message);
+// Logged by the Slurm daemon we run in (slurmd's or slurmstepd's log).
+void daemon_log(const std::string& message);
+
+}  // namespace crisp::seam

@@ -1,0 +1,295 @@
+// crispd's managers against a fake CRI server, for the faults a real
+// containerd will not produce on demand. The real path is in tests/integration.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "agent/images.h"
+#include "agent/labels.h"
+#include "agent/reconcile.h"
+#include "agent/server.h"
+#include "agent/steps.h"
+
+using namespace std::chrono_literals;
+namespace cri = runtime::v1;
+
+namespace {
+
+bool matches(const google::protobuf::Map<std::string, std::string>& labels,
+             const google::protobuf::Map<std::string, std::string>& selector) {
+  for (const auto& [k, v] : selector) {
+    auto it = labels.find(k);
+    if (it == labels.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+class FakeCri final : public cri::RuntimeService::Service, public cri::ImageService::Service {
+ public:
+  std::mutex mu;
+  std::map<std::string, cri::PodSandbox> sandboxes;
+  std::map<std::string, cri::Container> containers;
+  std::set<std::string> images;
+  std::atomic<int> pulls{0};
+  std::chrono::milliseconds pull_delay{0};
+  bool fail_start = false;
+  bool pull_not_found = false;
+  int next = 0;
+
+  grpc::Status RunPodSandbox(grpc::ServerContext*, const cri::RunPodSandboxRequest* req,
+                             cri::RunPodSandboxResponse* resp) override {
+    std::lock_guard l(mu);
+    cri::PodSandbox sb;
+    sb.set_id("sb" + std::to_string(next++));
+    *sb.mutable_metadata() = req->config().metadata();
+    *sb.mutable_labels() = req->config().labels();
+    sb.set_state(cri::SANDBOX_READY);
+    sb.set_created_at(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count());
+    sandboxes[sb.id()] = sb;
+    resp->set_pod_sandbox_id(sb.id());
+    return grpc::Status::OK;
+  }
+  grpc::Status StopPodSandbox(grpc::ServerContext*, const cri::StopPodSandboxRequest* req,
+                              cri::StopPodSandboxResponse*) override {
+    std::lock_guard l(mu);
+    if (sandboxes.count(req->pod_sandbox_id())) sandboxes[req->pod_sandbox_id()].set_state(cri::SANDBOX_NOTREADY);
+    return grpc::Status::OK;
+  }
+  grpc::Status RemovePodSandbox(grpc::ServerContext*, const cri::RemovePodSandboxRequest* req,
+                                cri::RemovePodSandboxResponse*) override {
+    std::lock_guard l(mu);
+    sandboxes.erase(req->pod_sandbox_id());
+    return grpc::Status::OK;
+  }
+  grpc::Status ListPodSandbox(grpc::ServerContext*, const cri::ListPodSandboxRequest* req,
+                              cri::ListPodSandboxResponse* resp) override {
+    std::lock_guard l(mu);
+    for (const auto& [id, sb] : sandboxes)
+      if (matches(sb.labels(), req->filter().label_selector())) *resp->add_items() = sb;
+    return grpc::Status::OK;
+  }
+  grpc::Status CreateContainer(grpc::ServerContext*, const cri::CreateContainerRequest* req,
+                               cri::CreateContainerResponse* resp) override {
+    std::lock_guard l(mu);
+    if (!sandboxes.count(req->pod_sandbox_id())) return {grpc::StatusCode::NOT_FOUND, "no such sandbox"};
+    cri::Container c;
+    c.set_id("c" + std::to_string(next++));
+    c.set_pod_sandbox_id(req->pod_sandbox_id());
+    *c.mutable_labels() = req->config().labels();
+    c.set_state(cri::CONTAINER_CREATED);
+    containers[c.id()] = c;
+    resp->set_container_id(c.id());
+    return grpc::Status::OK;
+  }
+  grpc::Status StartContainer(grpc::ServerContext*, const cri::StartContainerRequest* req,
+                              cri::StartContainerResponse*) override {
+    std::lock_guard l(mu);
+    if (fail_start) return {grpc::StatusCode::UNKNOWN, "runc: exec format error"};
+    containers[req->container_id()].set_state(cri::CONTAINER_RUNNING);
+    return grpc::Status::OK;
+  }
+  grpc::Status StopContainer(grpc::ServerContext*, const cri::StopContainerRequest* req,
+                             cri::StopContainerResponse*) override {
+    std::lock_guard l(mu);
+    if (containers.count(req->container_id())) containers[req->container_id()].set_state(cri::CONTAINER_EXITED);
+    return grpc::Status::OK;
+  }
+  grpc::Status RemoveContainer(grpc::ServerContext*, const cri::RemoveContainerRequest* req,
+                               cri::RemoveContainerResponse*) override {
+    std::lock_guard l(mu);
+    containers.erase(req->container_id());
+    return grpc::Status::OK;
+  }
+  grpc::Status ListContainers(grpc::ServerContext*, const cri::ListContainersRequest* req,
+                              cri::ListContainersResponse* resp) override {
+    std::lock_guard l(mu);
+    for (const auto& [id, c] : containers)
+      if (matches(c.labels(), req->filter().label_selector()) &&
+          (req->filter().pod_sandbox_id().empty() || req->filter().pod_sandbox_id() == c.pod_sandbox_id()))
+        *resp->add_containers() = c;
+    return grpc::Status::OK;
+  }
+  grpc::Status ContainerStatus(grpc::ServerContext*, const cri::ContainerStatusRequest* req,
+                               cri::ContainerStatusResponse* resp) override {
+    std::lock_guard l(mu);
+    if (!containers.count(req->container_id())) return {grpc::StatusCode::NOT_FOUND, "no such container"};
+    (*resp->mutable_info())["info"] = "{\"pid\": " + std::to_string(getpid()) + "}";
+    return grpc::Status::OK;
+  }
+  grpc::Status ImageStatus(grpc::ServerContext*, const cri::ImageStatusRequest* req,
+                           cri::ImageStatusResponse* resp) override {
+    std::lock_guard l(mu);
+    if (images.count(req->image().image())) {
+      resp->mutable_image()->set_id("sha256:1");
+      (*resp->mutable_info())["info"] = R"({"imageSpec":{"config":{"Env":["PATH=/img/bin"]}}})";
+    }
+    return grpc::Status::OK;
+  }
+  grpc::Status PullImage(grpc::ServerContext*, const cri::PullImageRequest* req,
+                         cri::PullImageResponse* resp) override {
+    pulls++;
+    std::this_thread::sleep_for(pull_delay);
+    if (pull_not_found)
+      return {grpc::StatusCode::NOT_FOUND, "failed to resolve reference \"" + req->image().image() + "\": not found"};
+    std::lock_guard l(mu);
+    images.insert(req->image().image());
+    resp->set_image_ref("sha256:1");
+    return grpc::Status::OK;
+  }
+};
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/crisp-fake-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    endpoint_ = "unix://" + dir_ + "/cri.sock";
+    grpc::ServerBuilder b;
+    b.AddListeningPort(endpoint_, grpc::InsecureServerCredentials());
+    b.RegisterService(static_cast<cri::RuntimeService::Service*>(&fake_));
+    b.RegisterService(static_cast<cri::ImageService::Service*>(&fake_));
+    server_ = b.BuildAndStart();
+    ASSERT_TRUE(server_);
+    client_ = std::make_unique<crisp::CriClient>(endpoint_, 5s, 5s);
+    images_ = std::make_unique<crisp::ImageStore>(*client_);
+    steps_ = std::make_unique<crisp::StepManager>(*client_, *images_,
+                                                  crisp::StepSettings{{"n1", "/bin/true"}, "", 0});
+  }
+  void TearDown() override {
+    server_->Shutdown();
+    (void)!system(("rm -rf " + dir_).c_str());
+  }
+  crisp::v1::CreateStepRequest step(uint32_t job, uint32_t stepid, uint32_t uid = 1000) {
+    crisp::v1::CreateStepRequest r;
+    r.set_job_id(job);
+    r.set_step_id(stepid);
+    r.set_uid(uid);
+    r.set_gid(uid);
+    r.set_image("127.0.0.1:5000/busybox:latest");
+    r.set_stepd_pid(getpid());
+    return r;
+  }
+
+  FakeCri fake_;
+  std::string dir_, endpoint_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<crisp::CriClient> client_;
+  std::unique_ptr<crisp::ImageStore> images_;
+  std::unique_ptr<crisp::StepManager> steps_;
+};
+
+TEST_F(AgentTest, ConcurrentRequestsForOneImageMakeOnePull) {
+  fake_.pull_delay = 300ms;
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&] {
+      auto c = images_->ensure("127.0.0.1:5000/busybox:latest");
+      if (c.ok() && c->env == std::vector<std::string>{"PATH=/img/bin"}) ok++;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok, 4);
+  EXPECT_EQ(fake_.pulls, 1);
+  EXPECT_EQ(images_->counters().started, 1u);
+  EXPECT_EQ(images_->counters().merged, 3u);
+  // Later requests find it in the store.
+  ASSERT_TRUE(images_->ensure("127.0.0.1:5000/busybox:latest").ok());
+  EXPECT_EQ(images_->counters().cached, 1u);
+}
+
+TEST_F(AgentTest, MissingImageSaysSo) {
+  fake_.pull_not_found = true;
+  auto c = images_->ensure("127.0.0.1:5000/nope:latest");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error(), "image 127.0.0.1:5000/nope:latest was not found in its registry: check the name and tag");
+}
+
+TEST_F(AgentTest, StepsShareTheJobSandboxWhichGoesWithTheLastStep) {
+  auto a = steps_->create(step(7, 0));
+  auto b = steps_->create(step(7, 1));
+  ASSERT_TRUE(a.ok()) << a.error();
+  ASSERT_TRUE(b.ok()) << b.error();
+  EXPECT_EQ(a->sandbox_id(), b->sandbox_id());
+  EXPECT_EQ(a->holder_pid(), getpid());
+  EXPECT_EQ(a->image_env_size(), 1);
+  auto r0 = steps_->release_step(7, 0);
+  ASSERT_TRUE(r0.ok());
+  EXPECT_EQ(r0->removed_containers(), 1u);
+  EXPECT_FALSE(r0->removed_sandbox());
+  auto r1 = steps_->release_step(7, 1);
+  ASSERT_TRUE(r1.ok());
+  EXPECT_TRUE(r1->removed_sandbox());
+  EXPECT_TRUE(fake_.sandboxes.empty());
+  EXPECT_TRUE(fake_.containers.empty());
+}
+
+TEST_F(AgentTest, FailedStartLeavesNothingBehind) {
+  fake_.fail_start = true;
+  auto a = steps_->create(step(8, 0));
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.error().find("cannot start the step's container"), std::string::npos) << a.error();
+  EXPECT_NE(a.error().find("exec format error"), std::string::npos) << a.error();
+  EXPECT_TRUE(fake_.sandboxes.empty());
+  EXPECT_TRUE(fake_.containers.empty());
+}
+
+TEST_F(AgentTest, ReleaseJobRemovesEverythingOfTheJobOnly) {
+  ASSERT_TRUE(steps_->create(step(9, 0)).ok());
+  ASSERT_TRUE(steps_->create(step(9, 1)).ok());
+  ASSERT_TRUE(steps_->create(step(10, 0)).ok());
+  auto r = steps_->release_job(9);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->removed_containers(), 2u);
+  EXPECT_EQ(fake_.containers.size(), 1u);
+  EXPECT_EQ(fake_.sandboxes.size(), 1u);
+}
+
+TEST_F(AgentTest, SweepRemovesExitedContainersAndEmptySandboxes) {
+  ASSERT_TRUE(steps_->create(step(11, 0)).ok());
+  ASSERT_TRUE(steps_->create(step(12, 0)).ok());
+  {
+    std::lock_guard l(fake_.mu);
+    for (auto& [id, c] : fake_.containers)
+      if (c.labels().at(crisp::labels::kJob) == "11") c.set_state(cri::CONTAINER_EXITED);
+  }
+  EXPECT_EQ(crisp::sweep_once(*steps_, 0s), 2u);  // job 11's container, then its sandbox
+  EXPECT_EQ(fake_.containers.size(), 1u);
+  EXPECT_EQ(fake_.sandboxes.size(), 1u);
+}
+
+TEST_F(AgentTest, ServerRefusesNonRootAndShowsUsersOnlyTheirJobs) {
+  crisp::Server server(*steps_, *images_, nullptr);
+  crisp::v1::Request create;
+  *create.mutable_create_step() = step(13, 0, 1000);
+  auto denied = server.handle(create, {1, 1000, 1000});
+  EXPECT_NE(denied.error().find("permission denied"), std::string::npos);
+  EXPECT_TRUE(fake_.containers.empty());
+
+  ASSERT_TRUE(server.handle(create, {1, 0, 0}).error().empty());
+  *create.mutable_create_step() = step(14, 0, 2000);
+  ASSERT_TRUE(server.handle(create, {1, 0, 0}).error().empty());
+
+  crisp::v1::Request list;
+  list.mutable_list();
+  auto mine = server.handle(list, {1, 1000, 1000});
+  ASSERT_EQ(mine.list().steps_size(), 1);
+  EXPECT_EQ(mine.list().steps(0).job_id(), 13u);
+  EXPECT_EQ(server.handle(list, {1, 0, 0}).list().steps_size(), 2);
+}
+
+TEST(CriClient, UnreachableRuntimeIsNamed) {
+  crisp::CriClient c("unix:///nonexistent/cri.sock", 2s, 2s);
+  auto v = c.version();
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.error().find("unreachable"), std::string::npos) << v.error();
+}
+
+}  // namespace

@@ -1,0 +1,67 @@
+#include "common/env.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+using crisp::EnvEdit;
+using crisp::merge_env;
+
+namespace {
+
+std::optional<std::optional<std::string>> edit_for(const std::vector<EnvEdit>& edits, const std::string& name) {
+  for (const auto& e : edits)
+    if (e.name == name) return e.value;
+  return std::nullopt;
+}
+
+bool unset(const std::vector<EnvEdit>& edits, const std::string& name) {
+  auto e = edit_for(edits, name);
+  return e.has_value() && !e->has_value();
+}
+
+TEST(Env, ImageWinsAndPathComesFromImage) {
+  auto edits = merge_env({"PATH=/opt/conda/bin:/usr/bin", "LANG=C.UTF-8", "HOME=/root"},
+                         {"PATH=/home/u/bin:/usr/bin", "LANG=en_US", "SLURM_PROCID=3", "HOME=/home/u"}, {});
+  EXPECT_EQ(edit_for(edits, "PATH"), std::optional<std::string>("/opt/conda/bin:/usr/bin"));
+  EXPECT_EQ(edit_for(edits, "LANG"), std::optional<std::string>("C.UTF-8"));
+  EXPECT_FALSE(edit_for(edits, "SLURM_PROCID").has_value()) << "job variables stay as they are";
+}
+
+TEST(Env, ContainerEnvNamesKeepTheJobValue) {
+  auto edits = merge_env({"LANG=C.UTF-8", "PATH=/img"}, {"LANG=en_US", "PATH=/host"}, {"LANG", "PATH"});
+  EXPECT_FALSE(edit_for(edits, "LANG").has_value());
+  EXPECT_FALSE(edit_for(edits, "PATH").has_value());
+}
+
+TEST(Env, KeptNameMissingFromJobFallsBackToImage) {
+  auto edits = merge_env({"FOO=img"}, {}, {"FOO"});
+  EXPECT_EQ(edit_for(edits, "FOO"), std::optional<std::string>("img"));
+}
+
+TEST(Env, HostLibraryPathsAreDropped) {
+  auto edits = merge_env({}, {"LD_LIBRARY_PATH=/host/lib", "LD_PRELOAD=/x.so", "PATH=/usr/bin"}, {});
+  EXPECT_TRUE(unset(edits, "LD_LIBRARY_PATH"));
+  EXPECT_TRUE(unset(edits, "LD_PRELOAD"));
+  EXPECT_EQ(edit_for(edits, "PATH"), std::optional<std::string>(std::string(crisp::kDefaultPath)))
+      << "an image without PATH gets the default, not the host's";
+}
+
+TEST(Env, ImageLdLibraryPathIsSet) {
+  auto edits = merge_env({"LD_LIBRARY_PATH=/usr/local/cuda/lib64"}, {"LD_LIBRARY_PATH=/host"}, {});
+  EXPECT_EQ(edit_for(edits, "LD_LIBRARY_PATH"), std::optional<std::string>("/usr/local/cuda/lib64"));
+}
+
+TEST(Env, ValueWithEqualsSign) {
+  auto edits = merge_env({"OPTS=a=b=c"}, {}, {});
+  EXPECT_EQ(edit_for(edits, "OPTS"), std::optional<std::string>("a=b=c"));
+}
+
+TEST(Env, ParseNames) {
+  auto ok = crisp::parse_env_names("A,B_2,_C");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(*ok, (std::vector<std::string>{"A", "B_2", "_C"}));
+  for (const char* bad : {"", "A,", "1A", "A-B", "A B"}) EXPECT_FALSE(crisp::parse_env_names(bad).ok()) << bad;
+}
+
+}  // namespace

@@ -1,0 +1,122 @@
+#include "agent/spec_builder.h"
+
+#include <gtest/gtest.h>
+
+#include "agent/labels.h"
+
+namespace {
+
+crisp::NodeSettings node{"node7", "/usr/libexec/crisp/crisp-holder"};
+
+crisp::StepContainerInput input() {
+  crisp::StepContainerInput in;
+  in.job = {1234, 1000, "alice"};
+  in.step_id = 0;
+  in.gid = 100;
+  in.groups = {100, 27};
+  in.image = "127.0.0.1:5000/busybox:latest";
+  crisp::v1::BindMount m;
+  m.set_source("/data");
+  m.set_target("/in");
+  m.set_readonly(true);
+  m.set_propagation("rslave");
+  in.mounts.push_back(m);
+  in.workdir = "/home/alice";
+  in.stepd_pid = 999;
+  return in;
+}
+
+TEST(SpecBuilder, SandboxUsesHostNamespacesAndNoHostname) {
+  auto c = crisp::build_sandbox_config({1234, 1000, "alice"}, node);
+  EXPECT_EQ(c.hostname(), "");
+  EXPECT_EQ(c.metadata().name(), "slurm-job-1234");
+  EXPECT_EQ(c.metadata().namespace_(), "slurm");
+  const auto& ns = c.linux().security_context().namespace_options();
+  EXPECT_EQ(ns.network(), crisp::cri::NODE);
+  EXPECT_EQ(ns.pid(), crisp::cri::NODE);
+  EXPECT_EQ(ns.ipc(), crisp::cri::NODE);
+  EXPECT_EQ(c.labels().at(crisp::labels::kJob), "1234");
+  EXPECT_EQ(c.labels().at(crisp::labels::kUid), "1000");
+  EXPECT_EQ(c.labels().at(crisp::labels::kNode), "node7");
+}
+
+TEST(SpecBuilder, StepContainerRunsOnlyTheHolderAsTheUser) {
+  auto c = crisp::build_step_container(input(), node);
+  ASSERT_EQ(c.command_size(), 1);
+  EXPECT_EQ(c.command(0), crisp::kHolderTarget);
+  ASSERT_EQ(c.args_size(), 1);
+  EXPECT_EQ(c.args(0), "999");
+  const auto& sc = c.linux().security_context();
+  EXPECT_EQ(sc.run_as_user().value(), 1000);
+  EXPECT_EQ(sc.run_as_group().value(), 100);
+  EXPECT_EQ(sc.supplemental_groups_size(), 2);
+  EXPECT_TRUE(sc.no_new_privs());
+  EXPECT_FALSE(sc.privileged());
+  ASSERT_EQ(sc.capabilities().drop_capabilities_size(), 1);
+  EXPECT_EQ(sc.capabilities().drop_capabilities(0), "ALL");
+  EXPECT_EQ(sc.namespace_options().pid(), crisp::cri::NODE);
+  EXPECT_EQ(c.labels().at(crisp::labels::kStep), "0");
+  EXPECT_EQ(c.labels().at(crisp::labels::kPodName), "slurm-job-1234");
+  EXPECT_EQ(c.labels().at(crisp::labels::kContainerName), "step-0");
+}
+
+TEST(SpecBuilder, MountsHolderUserMountsAndWorkdir) {
+  auto c = crisp::build_step_container(input(), node);
+  ASSERT_EQ(c.mounts_size(), 3);
+  EXPECT_EQ(c.mounts(0).host_path(), node.holder_path);
+  EXPECT_TRUE(c.mounts(0).readonly());
+  EXPECT_EQ(c.mounts(1).host_path(), "/data");
+  EXPECT_EQ(c.mounts(1).container_path(), "/in");
+  EXPECT_TRUE(c.mounts(1).readonly());
+  EXPECT_EQ(c.mounts(1).propagation(), crisp::cri::PROPAGATION_HOST_TO_CONTAINER);
+  EXPECT_EQ(c.mounts(2).container_path(), "/home/alice");
+  EXPECT_FALSE(c.mounts(2).readonly());
+}
+
+TEST(SpecBuilder, UserMountOverWorkdirWins) {
+  auto in = input();
+  in.mounts[0].set_target("/home/alice");
+  auto c = crisp::build_step_container(in, node);
+  ASSERT_EQ(c.mounts_size(), 2);
+  EXPECT_EQ(c.mounts(1).host_path(), "/data");
+}
+
+TEST(SpecBuilder, SpecialStepNames) {
+  auto in = input();
+  in.step_id = 0xfffffffb;
+  auto c = crisp::build_step_container(in, node);
+  EXPECT_EQ(c.metadata().name(), "step-batch");
+}
+
+TEST(ImageInfo, ReadsConfig) {
+  std::map<std::string, std::string> info = {
+      {"info",
+       R"({"imageSpec":{"config":{"Env":["PATH=/usr/bin","A=b=c"],"Entrypoint":["/e"],"Cmd":["sh"],"WorkingDir":"/w"}}})"}};
+  auto c = crisp::parse_image_info(info);
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->env, (std::vector<std::string>{"PATH=/usr/bin", "A=b=c"}));
+  EXPECT_EQ(c->entrypoint, (std::vector<std::string>{"/e"}));
+  EXPECT_EQ(c->cmd, (std::vector<std::string>{"sh"}));
+  EXPECT_EQ(c->working_dir, "/w");
+}
+
+TEST(ImageInfo, ImageWithoutConfigIsEmpty) {
+  auto c = crisp::parse_image_info({{"info", R"({"imageSpec":{}})"}});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->env.empty());
+}
+
+TEST(ImageInfo, Malformed) {
+  EXPECT_FALSE(crisp::parse_image_info({}).ok());
+  EXPECT_FALSE(crisp::parse_image_info({{"info", "not json"}}).ok());
+}
+
+TEST(ContainerPid, ParsesAndRejects) {
+  auto p = crisp::parse_container_pid({{"info", R"({"pid": 4321, "sandboxID": "x"})"}});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(*p, 4321);
+  EXPECT_FALSE(crisp::parse_container_pid({{"info", R"({"pid": 0})"}}).ok());
+  EXPECT_FALSE(crisp::parse_container_pid({{"info", R"({})"}}).ok());
+}
+
+}  // namespace

@@ -1,0 +1,71 @@
+#include "common/wire.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "common/client.h"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Pair {
+  int fd[2];
+  Pair() { EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fd), 0); }
+  ~Pair() {
+    close(fd[0]);
+    close(fd[1]);
+  }
+};
+
+TEST(Wire, RoundTripsLargeFrames) {
+  Pair p;
+  std::string big(1 << 20, 'x');
+  std::thread writer([&] { EXPECT_TRUE(crisp::write_frame(p.fd[0], big, crisp::Deadline(5s)).ok()); });
+  auto got = crisp::read_frame(p.fd[1], crisp::Deadline(5s));
+  writer.join();
+  ASSERT_TRUE(got.ok()) << got.error();
+  EXPECT_EQ(*got, big);
+}
+
+TEST(Wire, ReadTimesOut) {
+  Pair p;
+  auto t0 = std::chrono::steady_clock::now();
+  auto got = crisp::read_frame(p.fd[1], crisp::Deadline(200ms));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error(), "timed out");
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 190ms);
+}
+
+TEST(Wire, RejectsOversizedAndTruncated) {
+  Pair p;
+  unsigned char huge[4] = {0x7f, 0xff, 0xff, 0xff};
+  ASSERT_EQ(write(p.fd[0], huge, 4), 4);
+  auto got = crisp::read_frame(p.fd[1], crisp::Deadline(1s));
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.error().find("exceeds"), std::string::npos);
+
+  Pair q;
+  unsigned char partial[6] = {0, 0, 0, 10, 'a', 'b'};
+  ASSERT_EQ(write(q.fd[0], partial, 6), 6);
+  close(q.fd[0]);
+  q.fd[0] = socket(AF_UNIX, SOCK_STREAM, 0);  // keep the destructor's close valid
+  got = crisp::read_frame(q.fd[1], crisp::Deadline(1s));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error(), "truncated frame");
+}
+
+TEST(Client, AgentNotRunningFailsAtOnceWithAHint) {
+  crisp::v1::Request req;
+  req.mutable_stats();
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = crisp::call_agent("/nonexistent/crispd.sock", req, 5s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  EXPECT_NE(r.error().find("is crispd running"), std::string::npos) << r.error();
+}
+
+}  // namespace
