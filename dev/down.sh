@@ -1,0 +1,33 @@
+#!/bin/bash
+# Stops the local cluster started by dev/up.sh and removes what its jobs left
+# in crisp's containerd. Images and the registry's storage are kept (--purge removes them).
+source "$(dirname "$0")/lib.sh"
+need_root
+purge=0
+[[ ${1:-} == --purge ]] && purge=1
+
+say "stopping slurmd and slurmctld"
+scancel --state=RUNNING --full 2>/dev/null || true
+stop_daemon "$RUN/slurmd.pid"
+stop_daemon "$RUN/slurmctld.pid"
+pkill -x slurmstepd 2>/dev/null || true
+say "stopping crispd"
+stop_daemon "$RUN/crispd.pid"
+if [[ -S $CONTAINERD_SOCK ]]; then
+  say "removing crisp's sandboxes and containers"
+  for ns in k8s.io; do
+    for c in $(ctr --address "$CONTAINERD_SOCK" -n $ns tasks ls -q 2>/dev/null); do
+      ctr --address "$CONTAINERD_SOCK" -n $ns tasks kill -s SIGKILL "$c" 2>/dev/null || true
+    done
+  done
+fi
+say "stopping containerd and the registry"
+stop_daemon "$RUN/containerd.pid"
+stop_daemon "$RUN/registry.pid"
+# containerd-shim processes outlive containerd by design.
+pkill -f "containerd-shim-runc-v2 -namespace k8s.io -address $CONTAINERD_SOCK" 2>/dev/null || true
+if ((purge)); then
+  say "purging state"
+  grep -o "[^ ]*/crisp/containerd[^ ]*" /proc/mounts | sort -r | xargs -r umount -l 2>/dev/null || true
+  rm -rf /var/lib/crisp/containerd /run/crisp/containerd "$STATE/registry"
+fi

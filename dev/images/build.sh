@@ -1,0 +1,64 @@
+#!/bin/bash
+# Builds the test images locally and pushes them to the local registry:
+#   crisp-test/busybox   busybox-static, a setuid probe, its own os-release
+#   crisp-test/debian    a debootstrap minbase of Debian 11 (not the host's release)
+#   crisp/pause          crisp-holder alone, the CRI sandbox ("pause") image
+source "$(dirname "$0")/../lib.sh"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+oci=$work/oci
+
+# push ROOTFS NAME:TAG CONFIG-ARGS...: packs a rootfs directory into the registry.
+push_rootfs() {
+  local rootfs=$1 ref=$2; shift 2
+  local tag=${ref//[\/:]/_}
+  [[ -d $oci ]] || umoci init --layout "$oci"
+  umoci new --image "$oci:$tag"
+  umoci unpack --image "$oci:$tag" "$work/bundle-$tag" >/dev/null
+  rm -rf "$work/bundle-$tag/rootfs"
+  mv "$rootfs" "$work/bundle-$tag/rootfs"
+  umoci repack --image "$oci:$tag" "$work/bundle-$tag"
+  umoci config --image "$oci:$tag" --author=crisp-dev "$@"
+  skopeo copy --quiet --dest-tls-verify=false "oci:$oci:$tag" "docker://$REGISTRY/$ref"
+}
+
+say "building crisp-test/busybox"
+r=$work/busybox
+mkdir -p "$r"/{bin,etc,tmp,root,home,proc,sys,dev,usr/bin,suid}
+cp /bin/busybox "$r/bin/busybox"
+for a in $(/bin/busybox --list); do [[ $a == busybox ]] || ln -sf busybox "$r/bin/$a"; done
+cat >"$r/etc/os-release" <<'OS'
+NAME="crisp test image"
+ID=crisp-busybox
+PRETTY_NAME="crisp test image (busybox)"
+OS
+printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$r/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' >"$r/etc/group"
+chmod 1777 "$r/tmp"
+cc -static -O2 -o "$r/suid/probe" "$CRISP_SRC/dev/images/suid_probe.c"
+chown root:root "$r/suid/probe"
+chmod 4755 "$r/suid/probe"
+push_rootfs "$r" crisp-test/busybox:latest \
+  --config.env=PATH=/usr/bin:/bin:/image/bin --config.env=CRISP_IMAGE_VAR=from-image \
+  --config.env=LANG=C.UTF-8 --config.cmd=/bin/sh --config.workingdir=/root
+
+say "building crisp/pause"
+r=$work/pause
+mkdir -p "$r"
+cp "$PREFIX/libexec/crisp/crisp-holder" "$r/pause"
+push_rootfs "$r" crisp/pause:latest --config.entrypoint=/pause
+
+say "building crisp-test/debian (debootstrap minbase, cached in $STATE)"
+cache=$STATE/debian-bullseye-rootfs.tar
+if [[ ! -f $cache ]]; then
+  mkdir -p "$STATE"
+  debootstrap --variant=minbase bullseye "$work/deb" http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1 ||
+    { tail -20 "$work/debootstrap.log"; die "debootstrap failed"; }
+  rm -rf "$work/deb"/var/cache/apt/archives/*.deb "$work/deb"/var/lib/apt/lists/*
+  tar -C "$work/deb" -cf "$cache.tmp" . && mv "$cache.tmp" "$cache"
+  rm -rf "$work/deb"
+fi
+mkdir -p "$work/deb" && tar -C "$work/deb" -xf "$cache"
+push_rootfs "$work/deb" crisp-test/debian:bullseye \
+  --config.env=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --config.cmd=/bin/bash

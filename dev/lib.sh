@@ -1,0 +1,74 @@
+# Shared by the dev/ scripts: where the local cluster lives and how its
+# daemons are started and stopped. Sourced, not run.
+set -euo pipefail
+
+CRISP_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$CRISP_SRC/build}
+PREFIX=${PREFIX:-/usr/local}
+STATE=/var/lib/crisp-dev          # registry storage, image cache
+RUN=/run/crisp-dev                # pid files
+LOGS=/var/log/crisp-dev
+REGISTRY=127.0.0.1:5000
+CONTAINERD_SOCK=/run/crisp/containerd.sock
+CRISPD_SOCK=/run/crisp/crispd.sock
+SLURM_PLUGINDIR=/usr/lib/x86_64-linux-gnu/slurm-wlm
+TEST_USER=${TEST_USER:-crisptest}
+TEST_IMAGE=$REGISTRY/crisp-test/busybox:latest
+DEBIAN_IMAGE=$REGISTRY/crisp-test/debian:bullseye
+
+PACKAGES=(
+  build-essential meson ninja-build pkg-config protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
+  libgrpc++-dev libcli11-dev nlohmann-json3-dev googletest libgtest-dev libcurl4-openssl-dev libslurm-dev
+  slurmctld slurmd slurm-client munge containerd runc docker-registry skopeo umoci busybox-static debootstrap
+  procps psmisc curl
+)
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+die() { printf 'dev: %s\n' "$*" >&2; exit 1; }
+
+need_root() { [[ $(id -u) == 0 ]] || die "run as root (it installs packages and starts daemons)"; }
+
+install_packages() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
+  ((${#missing[@]} == 0)) && return 0
+  say "installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build_and_install() {
+  say "building crisp"
+  if [[ ! -d $BUILD_DIR ]]; then
+    meson setup "$BUILD_DIR" "$CRISP_SRC" --prefix="$PREFIX" -Dslurm_plugindir="$SLURM_PLUGINDIR" >/dev/null
+  fi
+  ninja -C "$BUILD_DIR" >/dev/null
+  meson install -C "$BUILD_DIR" --quiet --no-rebuild
+}
+
+# start NAME PIDFILE CMD...: runs CMD in the background, logs in $LOGS/NAME.log.
+start_daemon() {
+  local name=$1 pidfile=$2; shift 2
+  if [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then return 0; fi
+  mkdir -p "$LOGS" "$RUN"
+  setsid "$@" >>"$LOGS/$name.log" 2>&1 < /dev/null &
+  echo $! >"$pidfile"
+}
+
+stop_daemon() {
+  local pidfile=$1 pid
+  [[ -f $pidfile ]] || return 0
+  pid=$(cat "$pidfile")
+  if kill "$pid" 2>/dev/null; then
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$pidfile"
+}
+
+# wait_for WHAT SECONDS CMD...: polls CMD until it succeeds.
+wait_for() {
+  local what=$1 secs=$2; shift 2
+  for _ in $(seq $((secs * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  die "$what did not come up within ${secs}s (logs in $LOGS)"
+}

@@ -1,0 +1,100 @@
+#!/bin/bash
+# Brings up the local one-node cluster on a fresh Debian 12 machine and runs a
+# containerized job: packages, build, munged, slurmctld, slurmd, crisp's own
+# containerd, a registry on 127.0.0.1, crispd, test images, the plugin.
+#   dev/up.sh           everything, then the demo job
+#   dev/up.sh --no-demo everything but the demo
+source "$(dirname "$0")/lib.sh"
+need_root
+demo=1
+[[ ${1:-} == --no-demo ]] && demo=0
+
+install_packages
+build_and_install
+mkdir -p "$STATE" "$RUN" "$LOGS" /run/crisp /etc/crisp /var/lib/crisp
+
+say "starting munged"
+mkdir -p /run/munge /var/log/munge /var/lib/munge && chown munge:munge /run/munge /var/log/munge /var/lib/munge
+[[ -f /etc/munge/munge.key ]] || { mungekey -c -k /etc/munge/munge.key; chown munge:munge /etc/munge/munge.key; }
+if ! pgrep -x munged >/dev/null; then runuser -u munge -- /usr/sbin/munged; fi
+wait_for munged 10 munge -n
+
+say "starting the registry on $REGISTRY"
+cat >/etc/crisp/dev-registry.yml <<REG
+version: 0.1
+log:
+  level: info
+storage:
+  filesystem:
+    rootdirectory: $STATE/registry
+  delete:
+    enabled: true
+http:
+  addr: $REGISTRY
+REG
+start_daemon registry "$RUN/registry.pid" /usr/bin/docker-registry serve /etc/crisp/dev-registry.yml
+wait_for registry 15 curl -sf "http://$REGISTRY/v2/"
+
+say "starting crisp's containerd ($CONTAINERD_SOCK)"
+mkdir -p /etc/crisp/containerd/certs.d
+sed "s|@SANDBOX_IMAGE@|$REGISTRY/crisp/pause:latest|" "$CRISP_SRC/conf-examples/containerd-crisp.toml" >/etc/crisp/containerd.toml
+start_daemon containerd "$RUN/containerd.pid" /usr/bin/containerd --config /etc/crisp/containerd.toml
+wait_for containerd 30 ctr --address "$CONTAINERD_SOCK" version
+
+"$CRISP_SRC/dev/images/build.sh"
+
+say "starting crispd ($CRISPD_SOCK)"
+start_daemon crispd "$RUN/crispd.pid" "$PREFIX/sbin/crispd" --socket "$CRISPD_SOCK" \
+  --cri-endpoint "unix://$CONTAINERD_SOCK" --holder "$PREFIX/libexec/crisp/crisp-holder" ${CRISPD_ARGS:-}
+wait_for crispd 15 "$PREFIX/bin/crispctl" --socket "$CRISPD_SOCK" stats
+
+say "configuring and starting Slurm"
+node=$(hostname -s)
+mkdir -p /etc/slurm/plugstack.conf.d /var/spool/slurmctld /var/spool/slurmd /var/log/slurm
+cat >/etc/slurm/slurm.conf <<CONF
+# Written by crisp's dev/up.sh: a one-node cluster on this machine.
+ClusterName=crisp-dev
+SlurmctldHost=$node(127.0.0.1)
+AuthType=auth/munge
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=/var/spool/slurmctld
+SlurmdSpoolDir=/var/spool/slurmd
+SlurmctldPidFile=$RUN/slurmctld.pid
+SlurmdPidFile=$RUN/slurmd.pid
+SlurmctldLogFile=$LOGS/slurmctld.log
+SlurmdLogFile=$LOGS/slurmd.log
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+MpiDefault=none
+ReturnToService=2
+# More CPUs than the machine has, so tests and benchmarks can run many steps at once.
+SlurmdParameters=config_overrides
+PlugStackConfig=/etc/slurm/plugstack.conf
+NodeName=$node NodeAddr=127.0.0.1 CPUs=32 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+CONF
+echo "include /etc/slurm/plugstack.conf.d/*.conf" >/etc/slurm/plugstack.conf
+echo "required $SLURM_PLUGINDIR/spank_crisp.so socket=$CRISPD_SOCK" >/etc/slurm/plugstack.conf.d/crisp.conf
+if [[ ! -f $RUN/slurmctld.pid ]] || ! kill -0 "$(cat "$RUN/slurmctld.pid")" 2>/dev/null; then
+  /usr/sbin/slurmctld -i
+fi
+if [[ ! -f $RUN/slurmd.pid ]] || ! kill -0 "$(cat "$RUN/slurmd.pid")" 2>/dev/null; then
+  /usr/sbin/slurmd
+fi
+wait_for slurmctld 30 scontrol ping
+wait_for "node $node" 30 bash -c "sinfo -h -N -o %T | grep -qE '^(idle|mixed|allocated)'"
+
+id "$TEST_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash -u 2001 "$TEST_USER"
+
+say "the local cluster is up: sinfo, srun, crispctl ps; dev/down.sh stops it"
+if ((demo)); then
+  say "srun --container-image=$TEST_IMAGE cat /etc/os-release"
+  cd /tmp && srun --container-image="$TEST_IMAGE" cat /etc/os-release
+fi
