@@ -22,7 +22,7 @@ Result<ImageConfig> ImageStore::read_config(const std::string& ref, bool& presen
 
 Result<ImageConfig> ImageStore::ensure(const std::string& ref) {
   auto entry = entry_for(ref);
-  uint64_t pulls_before = entry->pulls;
+  uint64_t completed_before = entry->completed;
   // One holder of `pulling` at a time checks the store and pulls; the others
   // find the image present when they get the lock.
   std::lock_guard lock(entry->pulling);
@@ -30,13 +30,13 @@ Result<ImageConfig> ImageStore::ensure(const std::string& ref) {
   auto config = read_config(ref, present);
   if (!config) return config;
   if (present) {
-    (entry->pulls > pulls_before ? counters_.merged : counters_.cached)++;
+    (entry->completed > completed_before ? counters_.merged : counters_.cached)++;
     return config;
   }
   counters_.started++;
-  entry->pulls++;
   log_info("pulling " + ref);
   auto pulled = cri_.pull_image(ref);
+  entry->completed++;
   if (!pulled) {
     log_warn("pull of " + ref + " failed: " + pulled.error());
     return fail(explain_pull_error(ref, pulled.error()));

@@ -31,7 +31,9 @@ class ImageStore {
  private:
   struct Entry {
     std::mutex pulling;
-    std::atomic<uint64_t> pulls{0};
+    // Pulls finished: a request that sees this grow while it waits for
+    // `pulling` was merged into a pull under way.
+    std::atomic<uint64_t> completed{0};
   };
   std::shared_ptr<Entry> entry_for(const std::string& ref);
   Result<ImageConfig> read_config(const std::string& ref, bool& present);

@@ -13,6 +13,7 @@ CONTAINERD_SOCK=/run/crisp/containerd.sock
 CRISPD_SOCK=/run/crisp/crispd.sock
 SLURM_PLUGINDIR=/usr/lib/x86_64-linux-gnu/slurm-wlm
 TEST_USER=${TEST_USER:-crisptest}
+TEST_GROUP=crisptest-extra   # a supplementary group the tests look for inside
 TEST_IMAGE=$REGISTRY/crisp-test/busybox:latest
 DEBIAN_IMAGE=$REGISTRY/crisp-test/debian:bullseye
 

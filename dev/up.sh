@@ -48,6 +48,10 @@ start_daemon crispd "$RUN/crispd.pid" "$PREFIX/sbin/crispd" --socket "$CRISPD_SO
   --cri-endpoint "unix://$CONTAINERD_SOCK" --holder "$PREFIX/libexec/crisp/crisp-holder" ${CRISPD_ARGS:-}
 wait_for crispd 15 "$PREFIX/bin/crispctl" --socket "$CRISPD_SOCK" stats
 
+# Before Slurm starts: slurmctld caches group membership.
+getent group "$TEST_GROUP" >/dev/null || groupadd -g 3001 "$TEST_GROUP"
+id "$TEST_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash -u 2001 -G "$TEST_GROUP" "$TEST_USER"
+
 say "configuring and starting Slurm"
 node=$(hostname -s)
 mkdir -p /etc/slurm/plugstack.conf.d /var/spool/slurmctld /var/spool/slurmd /var/log/slurm
@@ -90,8 +94,6 @@ if [[ ! -f $RUN/slurmd.pid ]] || ! kill -0 "$(cat "$RUN/slurmd.pid")" 2>/dev/nul
 fi
 wait_for slurmctld 30 scontrol ping
 wait_for "node $node" 30 bash -c "sinfo -h -N -o %T | grep -qE '^(idle|mixed|allocated)'"
-
-id "$TEST_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash -u 2001 "$TEST_USER"
 
 say "the local cluster is up: sinfo, srun, crispctl ps; dev/down.sh stops it"
 if ((demo)); then

@@ -1,0 +1,52 @@
+#!/bin/bash
+# Runs every test: the unit tests (GoogleTest), then the integration tests on
+# the real local cluster, which it brings up itself (dev/up.sh --no-demo).
+# Ends with "N passed, N failed" over both, and fails if any test failed.
+source "$(dirname "$0")/lib.sh"
+need_root
+set +e
+
+install_packages || die "package installation failed"
+build_and_install || die "build failed"
+
+say "unit tests"
+results=$BUILD_DIR/test-results
+rm -rf "$results" && mkdir -p "$results"
+unit_failed_bins=0
+for t in "$BUILD_DIR"/tests/*_test; do
+  name=$(basename "$t")
+  if ! "$t" --gtest_brief=1 --gtest_output="json:$results/$name.json" >"$results/$name.log" 2>&1; then
+    unit_failed_bins=$((unit_failed_bins + 1))
+    echo "FAILED $name:"; grep -E "Failure|FAILED|error" "$results/$name.log" | head -20
+  fi
+  [[ -f $results/$name.json ]] || { echo "FAILED $name: it did not run"; unit_failed_bins=$((unit_failed_bins + 1)); }
+done
+read -r unit_pass unit_fail < <(python3 - "$results" <<'PY'
+import json, pathlib, sys
+p = f = 0
+for j in pathlib.Path(sys.argv[1]).glob("*.json"):
+    d = json.loads(j.read_text())
+    f += d["failures"]
+    p += d["tests"] - d["failures"] - d.get("disabled", 0)
+print(p, f)
+PY
+)
+((unit_failed_bins > 0 && unit_fail == 0)) && unit_fail=$unit_failed_bins
+echo "unit: $unit_pass passed, $unit_fail failed"
+
+say "bringing up the local cluster"
+it_pass=0 it_fail=1
+if "$CRISP_SRC/dev/up.sh" --no-demo; then
+  say "integration tests"
+  "$CRISP_SRC/tests/integration/run.sh" | tee "$results/integration.log"
+  line=$(grep -E '^integration: [0-9]+ passed, [0-9]+ failed$' "$results/integration.log" | tail -1)
+  if [[ -n $line ]]; then
+    it_pass=$(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line")
+    it_fail=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
+  fi
+else
+  echo "FAILED: the local cluster did not come up (counted as one failed test)"
+fi
+
+echo "$((unit_pass + it_pass)) passed, $((unit_fail + it_fail)) failed"
+((unit_fail + it_fail == 0))
