@@ -11,6 +11,7 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace) {
   CriClient& cri = steps.cri();
   const Labels managed = {{labels::kManaged, "true"}};
   uint64_t removed = 0;
+  std::set<std::string> swept_jobs;  // their empty sandboxes go at once, not after the grace
 
   auto containers = cri.list_containers(managed);
   if (!containers) {
@@ -25,6 +26,7 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace) {
     if (steps.remove_containers({c}, out); out.removed_containers()) {
       log_info("sweep: removed exited container " + c.id().substr(0, 12) + " of job " + std::to_string(job));
       removed++;
+      swept_jobs.insert(std::to_string(job));
     }
   }
 
@@ -38,7 +40,7 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace) {
                     .count();
   for (const cri::PodSandbox& sb : *sandboxes) {
     // A fresh sandbox may be waiting for its first container.
-    if (sb.state() == cri::SANDBOX_READY &&
+    if (sb.state() == cri::SANDBOX_READY && !swept_jobs.count(sb.labels().at(labels::kJob)) &&
         now_ns - sb.created_at() < std::chrono::nanoseconds(sandbox_grace).count())
       continue;
     uint32_t job = static_cast<uint32_t>(std::strtoul(sb.labels().at(labels::kJob).c_str(), nullptr, 10));

@@ -8,10 +8,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <future>
 #include <optional>
 #include <thread>
 
 #include "agent/log.h"
+#include "common/client.h"
 #include "common/image_ref.h"
 #include "common/strings.h"
 #include "common/wire.h"
@@ -94,12 +96,28 @@ void Server::serve_connection(int fd) {
     return;
   }
   v1::Request req;
-  v1::Response resp = req.ParseFromString(*frame) ? handle(req, {cred.pid, cred.uid, cred.gid})
-                                                  : error_response("malformed request");
+  if (!req.ParseFromString(*frame)) {
+    send(fd, error_response("malformed request"), cred.pid);
+    return;
+  }
+  // The request runs beside this thread, which tells the client every few
+  // seconds that crispd is alive: a cold pull may take minutes.
+  auto answer = std::async(std::launch::async, [&] { return handle(req, {cred.pid, cred.uid, cred.gid}); });
+  v1::Response keepalive;
+  keepalive.set_keepalive(true);
+  while (answer.wait_for(kKeepaliveInterval) != std::future_status::ready)
+    if (!send(fd, keepalive, cred.pid)) break;  // the client left; the request still completes
+  send(fd, answer.get(), cred.pid);
+}
+
+bool Server::send(int fd, const v1::Response& resp, pid_t pid) {
   std::string out;
   resp.SerializeToString(&out);
-  if (auto s = write_frame(fd, out, Deadline(kIoTimeout)); !s)
-    log_warn("answering pid " + std::to_string(cred.pid) + ": " + s.error());
+  if (auto s = write_frame(fd, out, Deadline(kIoTimeout)); !s) {
+    log_warn("answering pid " + std::to_string(pid) + ": " + s.error());
+    return false;
+  }
+  return true;
 }
 
 v1::Response Server::handle(const v1::Request& req, const Peer& peer) {

@@ -32,6 +32,7 @@ class Server {
 
  private:
   void serve_connection(int fd);
+  bool send(int fd, const v1::Response& resp, pid_t pid);
 
   StepManager& steps_;
   ImageStore& images_;

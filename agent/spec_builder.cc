@@ -66,6 +66,9 @@ cri::PodSandboxConfig build_sandbox_config(const JobIdentity& job, const NodeSet
   // Left empty on purpose: runc refuses to set a hostname in the host UTS namespace.
   c.set_hostname("");
   Labels l = job_labels(job, node);
+  l[labels::kPodName] = md->name();
+  l[labels::kPodNamespace] = md->namespace_();
+  l[labels::kPodUid] = md->uid();
   c.mutable_labels()->insert(l.begin(), l.end());
   host_namespaces(c.mutable_linux()->mutable_security_context()->mutable_namespace_options());
   return c;

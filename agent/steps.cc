@@ -1,5 +1,8 @@
 #include "agent/steps.h"
 
+#include <signal.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 
@@ -128,6 +131,11 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   if (!pid) {
     cleanup(*id);
     return fail("the step's container did not start: " + pid.error());
+  }
+  // A slurmstepd that gave up waiting (or died) will never use nor release this.
+  if (req.stepd_pid() > 0 && kill(req.stepd_pid(), 0) != 0 && errno == ESRCH) {
+    cleanup(*id);
+    return fail("slurmstepd " + std::to_string(req.stepd_pid()) + " exited while its container was made");
   }
   out.set_holder_pid(*pid);
   out.set_container_id(*id);

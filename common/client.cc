@@ -31,7 +31,7 @@ class Fd {
 }  // namespace
 
 Result<v1::Response> call_agent(const std::string& socket_path, const v1::Request& request,
-                                std::chrono::milliseconds timeout) {
+                                std::chrono::milliseconds timeout, std::chrono::milliseconds idle) {
   Deadline deadline(timeout);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -50,15 +50,22 @@ Result<v1::Response> call_agent(const std::string& socket_path, const v1::Reques
   if (!request.SerializeToString(&out)) return fail("cannot encode the request to crispd");
   if (auto s = write_frame(fd.get(), out, deadline); !s)
     return fail("sending to crispd at " + socket_path + " failed: " + s.error());
-  auto in = read_frame(fd.get(), deadline);
-  if (!in) {
-    if (in.error() == "timed out")
-      return fail("crispd at " + socket_path + " did not answer within " +
-                  std::to_string(timeout.count() / 1000) + " s");
-    return fail("crispd at " + socket_path + " dropped the request (" + in.error() + "): see its log");
-  }
   v1::Response response;
-  if (!response.ParseFromString(*in)) return fail("crispd sent a malformed answer");
+  for (;;) {
+    Deadline quiet(idle);
+    const Deadline& next = Deadline::soonest(deadline, quiet);
+    auto in = read_frame(fd.get(), next);
+    if (!in) {
+      if (in.error() != "timed out")
+        return fail("crispd at " + socket_path + " dropped the request (" + in.error() + "): see its log");
+      auto waited = &next == &deadline ? timeout : idle;
+      return fail("crispd at " + socket_path + " did not answer within " +
+                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(waited).count()) +
+                  " s: is it hung? (see its log)");
+    }
+    if (!response.ParseFromString(*in)) return fail("crispd sent a malformed answer");
+    if (!response.keepalive()) break;
+  }
   if (!response.error().empty()) return fail(response.error());
   return response;
 }

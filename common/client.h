@@ -11,10 +11,16 @@
 namespace crisp {
 
 inline constexpr const char* kDefaultSocket = "/run/crisp/crispd.sock";
+// crispd sends a keepalive at least this often while it works on a request.
+inline constexpr std::chrono::seconds kKeepaliveInterval{5};
+// Silence longer than this means crispd is hung, whatever the request's timeout.
+inline constexpr std::chrono::seconds kIdleTimeout{15};
 
 // Errors are user-facing lines (without the "crisp:" prefix), including an
-// error crispd itself answered with.
+// error crispd itself answered with. timeout bounds the whole call, idle the
+// silence between crispd's frames.
 Result<v1::Response> call_agent(const std::string& socket_path, const v1::Request& request,
-                                std::chrono::milliseconds timeout);
+                                std::chrono::milliseconds timeout,
+                                std::chrono::milliseconds idle = kIdleTimeout);
 
 }  // namespace crisp

@@ -17,6 +17,7 @@ class Deadline {
   // Milliseconds left, at least 0, for poll().
   int remaining_ms() const;
   bool passed() const { return remaining_ms() == 0; }
+  static const Deadline& soonest(const Deadline& a, const Deadline& b) { return a.at_ < b.at_ ? a : b; }
 
  private:
   std::chrono::steady_clock::time_point at_;

@@ -67,6 +67,17 @@ stop_daemon() {
   rm -f "$pidfile"
 }
 
+# crispd is stateless, so (re)starting it is always safe; the dev cluster sweeps
+# more often than the default so tests see the safety net act quickly.
+CRISPD_ARGS=${CRISPD_ARGS:---sweep-interval 5}
+start_crispd() {
+  stop_daemon "$RUN/crispd.pid"
+  # shellcheck disable=SC2086
+  start_daemon crispd "$RUN/crispd.pid" "$PREFIX/sbin/crispd" --socket "$CRISPD_SOCK" \
+    --cri-endpoint "unix://$CONTAINERD_SOCK" --holder "$PREFIX/libexec/crisp/crisp-holder" $CRISPD_ARGS
+  wait_for crispd 15 "$PREFIX/bin/crispctl" --socket "$CRISPD_SOCK" stats
+}
+
 # wait_for WHAT SECONDS CMD...: polls CMD until it succeeds.
 wait_for() {
   local what=$1 secs=$2; shift 2

@@ -44,9 +44,7 @@ wait_for containerd 30 ctr --address "$CONTAINERD_SOCK" version
 "$CRISP_SRC/dev/images/build.sh"
 
 say "starting crispd ($CRISPD_SOCK)"
-start_daemon crispd "$RUN/crispd.pid" "$PREFIX/sbin/crispd" --socket "$CRISPD_SOCK" \
-  --cri-endpoint "unix://$CONTAINERD_SOCK" --holder "$PREFIX/libexec/crisp/crisp-holder" ${CRISPD_ARGS:-}
-wait_for crispd 15 "$PREFIX/bin/crispctl" --socket "$CRISPD_SOCK" stats
+start_crispd
 
 # Before Slurm starts: slurmctld caches group membership.
 getent group "$TEST_GROUP" >/dev/null || groupadd -g 3001 "$TEST_GROUP"

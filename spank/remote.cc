@@ -82,8 +82,7 @@ int remote_init_post_opt(spank_t sp) {
     st.error = resp.error();
     seam::daemon_log("job " + std::to_string(st.step.job_id) + " step " + std::to_string(st.step.step_id) + ": " +
                      st.error);
-    // The request may have created things before it failed: release them.
-    release(st);
+    // Whatever the request made is released in remote_exit, as for any step.
     return 0;
   }
   st.created = true;

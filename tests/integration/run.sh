@@ -250,6 +250,20 @@ test_crispd_down_times_out_with_a_message() {
   expect "works again once crispd is back" equals "$RC" 0
 }
 
+test_hung_crispd_times_out_with_a_message() {
+  kill -STOP "$(cat "$RUN/crispd.pid")"
+  local t0=$SECONDS
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" true
+  local job; job=$(last_job)
+  expect "srun fails" equals "$((RC != 0))" 1
+  expect "after the idle timeout, not the pull timeout" equals "$((SECONDS - t0 < 40))" 1
+  expect "one crisp: line" one_crisp_line "$ERR"
+  expect "saying crispd does not answer" contains "$ERR" "did not answer within 15 s: is it hung?"
+  kill -CONT "$(cat "$RUN/crispd.pid")"
+  expect "the job completes" wait_until 60 job_finished "$job"
+  expect "what crispd made late is gone" wait_until 60 bash -c "[[ \$(\"${CTR[0]}\" --address $CONTAINERD_SOCK -n k8s.io containers ls -q 'labels.\"crisp.slurm/job\"==$job' | wc -l) == 0 ]]"
+}
+
 test_setuid_binary_grants_nothing() {
   expect "the probe is setuid root in the image" equals "$(stat_probe)" "4755 0"
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" /suid/probe
@@ -280,7 +294,6 @@ test_restarted_crispd_loses_nothing() {
   local srun_pid=$!
   wait_until 30 bash -c "\"${CRISPCTL[0]}\" --socket $CRISPD_SOCK ps | grep -q CONTAINER_RUNNING"
   local job; job=$("${CRISPCTL[@]}" ps | awk 'NR > 1 && $5 == "CONTAINER_RUNNING" {print $1; exit}')
-  stop_daemon "$RUN/crispd.pid"
   start_crispd
   expect "a restarted crispd still lists the step" contains "$("${CRISPCTL[@]}" ps --job "$job")" "CONTAINER_RUNNING"
   expect "a user sees their own step" contains "$(runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" ps)" "$job"
@@ -299,10 +312,15 @@ test_users_see_only_their_jobs() {
   wait "$pid"
 }
 
-start_crispd() {
-  start_daemon crispd "$RUN/crispd.pid" "$PREFIX/sbin/crispd" --socket "$CRISPD_SOCK" \
-    --cri-endpoint "unix://$CONTAINERD_SOCK" --holder "$PREFIX/libexec/crisp/crisp-holder"
-  wait_for crispd 15 "${CRISPCTL[@]}" stats
+test_crispctl_pull() {
+  run "${CRISPCTL[@]}" pull "$DEBIAN_IMAGE"
+  expect "pull succeeds" equals "$RC" 0
+  expect "names the image" contains "$OUT" "$DEBIAN_IMAGE ready in"
+  expect "it is in containerd's store" contains "$("${CTR[@]}" images ls -q)" "$DEBIAN_IMAGE"
+  run runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" pull "$DEBIAN_IMAGE"
+  expect "a user may not pull" contains "$ERR" "crisp: pulling an image is reserved to root"
+  run "${CRISPCTL[@]}" pull "Not/Valid"
+  expect "bad reference named" contains "$ERR" "crisp: invalid image reference 'Not/Valid'"
 }
 
 setup
@@ -319,10 +337,12 @@ t missing_image_fails_fast
 t malformed_input_rejected_before_allocation
 t inaccessible_mount_source
 t crispd_down_times_out_with_a_message
+t hung_crispd_times_out_with_a_message
 t setuid_binary_grants_nothing
 t user_ids_inside
 t non_root_cannot_create_containers
 t restarted_crispd_loses_nothing
 t users_see_only_their_jobs
+t crispctl_pull
 echo "integration: $passed passed, $failed failed"
 ((failed == 0))

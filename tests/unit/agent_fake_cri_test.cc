@@ -11,9 +11,11 @@
 
 #include "agent/images.h"
 #include "agent/labels.h"
+#include "agent/log.h"
 #include "agent/reconcile.h"
 #include "agent/server.h"
 #include "agent/steps.h"
+#include "common/client.h"
 
 using namespace std::chrono_literals;
 namespace cri = runtime::v1;
@@ -148,6 +150,7 @@ class FakeCri final : public cri::RuntimeService::Service, public cri::ImageServ
 class AgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    crisp::set_log_level(crisp::LogLevel::error);
     char tmpl[] = "/tmp/crisp-fake-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
@@ -158,7 +161,7 @@ class AgentTest : public ::testing::Test {
     b.RegisterService(static_cast<cri::ImageService::Service*>(&fake_));
     server_ = b.BuildAndStart();
     ASSERT_TRUE(server_);
-    client_ = std::make_unique<crisp::CriClient>(endpoint_, 5s, 5s);
+    client_ = std::make_unique<crisp::CriClient>(endpoint_, 5s, 30s);
     images_ = std::make_unique<crisp::ImageStore>(*client_);
     steps_ = std::make_unique<crisp::StepManager>(*client_, *images_,
                                                   crisp::StepSettings{{"n1", "/bin/true"}, "", 0});
@@ -283,6 +286,23 @@ TEST_F(AgentTest, ServerRefusesNonRootAndShowsUsersOnlyTheirJobs) {
   ASSERT_EQ(mine.list().steps_size(), 1);
   EXPECT_EQ(mine.list().steps(0).job_id(), 13u);
   EXPECT_EQ(server.handle(list, {1, 0, 0}).list().steps_size(), 2);
+}
+
+TEST_F(AgentTest, LongPullKeepsTheClientWaitingWithKeepalives) {
+  fake_.pull_delay = crisp::kKeepaliveInterval + 2s;
+  crisp::Server server(*steps_, *images_, nullptr);
+  std::string sock = dir_ + "/crispd.sock";
+  ASSERT_TRUE(server.listen_on(sock).ok());
+  std::atomic<bool> stop{false};
+  std::thread serving([&] { server.serve(stop); });
+  crisp::v1::Request req;
+  *req.mutable_create_step() = step(15, 0);
+  // Silence allowed: less than the pull takes, more than the keepalive interval.
+  auto r = crisp::call_agent(sock, req, 60s, crisp::kKeepaliveInterval + 1s);
+  stop = true;
+  serving.join();
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_GT(r->create_step().holder_pid(), 0);
 }
 
 TEST(CriClient, UnreachableRuntimeIsNamed) {

@@ -38,6 +38,8 @@ TEST(SpecBuilder, SandboxUsesHostNamespacesAndNoHostname) {
   EXPECT_EQ(c.labels().at(crisp::labels::kJob), "1234");
   EXPECT_EQ(c.labels().at(crisp::labels::kUid), "1000");
   EXPECT_EQ(c.labels().at(crisp::labels::kNode), "node7");
+  EXPECT_EQ(c.labels().at(crisp::labels::kPodName), "slurm-job-1234");
+  EXPECT_EQ(c.labels().at(crisp::labels::kPodNamespace), "slurm");
 }
 
 TEST(SpecBuilder, StepContainerRunsOnlyTheHolderAsTheUser) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <thread>
@@ -66,6 +67,32 @@ TEST(Client, AgentNotRunningFailsAtOnceWithAHint) {
   ASSERT_FALSE(r.ok());
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
   EXPECT_NE(r.error().find("is crispd running"), std::string::npos) << r.error();
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Client, HungAgentTimesOutOnSilence) {
+  // A listener that accepts (through the backlog) and never answers, as a stopped crispd does.
+  std::string path = "/tmp/crisp-hung-" + std::to_string(getpid()) + ".sock";
+  int l = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  unlink(path.c_str());
+  ASSERT_EQ(bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(l, 4), 0);
+  crisp::v1::Request req;
+  req.mutable_stats();
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = crisp::call_agent(path, req, 60s, 1s);
+  auto took = std::chrono::steady_clock::now() - t0;
+  close(l);
+  unlink(path.c_str());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("did not answer within 1 s: is it hung?"), std::string::npos) << r.error();
+  EXPECT_LT(took, 5s);
 }
 
 }  // namespace
