@@ -42,11 +42,19 @@ equals() { [[ $1 == "$2" ]]; }
 
 # cri_objects JOB: sandboxes and containers of JOB in containerd, read with ctr (not crispd).
 cri_objects() { "${CTR[@]}" containers ls -q "labels.\"crisp.slurm/job\"==$1" | wc -l; }
+no_cri_objects() { [[ $(cri_objects "$1") == 0 ]]; }
+no_user_sleep() { ! pgrep -u "$TEST_USER" -x sleep >/dev/null; }
+# running_job: waits for a running step container and prints its job id.
+step_running() { "${CRISPCTL[@]}" ps | grep -q CONTAINER_RUNNING; }
+running_job() {
+  wait_until 30 step_running && "${CRISPCTL[@]}" ps | awk 'NR > 1 && $5 == "CONTAINER_RUNNING" {print $1; exit}'
+}
 last_job() { scontrol show jobs -o 2>/dev/null | grep -o 'JobId=[0-9]*' | cut -d= -f2 | sort -n | tail -1; }
 stat_of() { "${CRISPCTL[@]}" stats | awk -v k="$1" '$1 == k {print $2}'; }
 job_finished() { scontrol show job "$1" 2>/dev/null | grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT)'; }
 # settle: no job is completing, so new jobs start at once (Slurm defers them meanwhile).
-settle() { wait_until 30 bash -c '[[ -z $(squeue -h -t CG) ]]'; }
+no_completing_job() { [[ -z $(squeue -h -t CG) ]]; }
+settle() { wait_until 30 no_completing_job; }
 one_crisp_line() { [[ $(grep -c '^crisp: ' <<<"$1") == 1 ]]; }
 
 # wait_until SECONDS CMD...
@@ -184,17 +192,15 @@ test_nothing_left_after_a_job() {
 test_scancel_kills_and_cleans_up() {
   as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" sleep 300 >/dev/null 2>&1 &
   local srun_pid=$!
-  local job=
-  wait_until 30 bash -c "\"${CRISPCTL[0]}\" --socket $CRISPD_SOCK ps | grep -q CONTAINER_RUNNING"
-  job=$("${CRISPCTL[@]}" ps | awk 'NR > 1 && $5 == "CONTAINER_RUNNING" {print $1; exit}')
+  local job; job=$(running_job)
   expect "the step's container runs" equals "$([[ -n $job ]] && echo y)" y
   expect "its sleep runs" equals "$(pgrep -u "$TEST_USER" -x sleep | wc -l)" 1
   scancel "$job"
   wait_until 20 bash -c "! kill -0 $srun_pid 2>/dev/null"
   expect "srun ends" equals "$(kill -0 $srun_pid 2>/dev/null && echo running)" ""
-  wait_until 20 bash -c "[[ \$(pgrep -u $TEST_USER -x sleep | wc -l) == 0 ]]"
+  wait_until 20 no_user_sleep
   expect "no task left" equals "$(pgrep -u "$TEST_USER" -x sleep | wc -l)" 0
-  wait_until 20 bash -c "[[ \$(\"${CTR[0]}\" --address $CONTAINERD_SOCK -n k8s.io containers ls -q 'labels.\"crisp.slurm/job\"==$job' | wc -l) == 0 ]]"
+  wait_until 20 no_cri_objects "$job"
   expect "nothing of job $job in containerd" equals "$(cri_objects "$job")" 0
   kill "$srun_pid" 2>/dev/null; wait "$srun_pid" 2>/dev/null
 }
@@ -261,7 +267,7 @@ test_hung_crispd_times_out_with_a_message() {
   expect "saying crispd does not answer" contains "$ERR" "did not answer within 15 s: is it hung?"
   kill -CONT "$(cat "$RUN/crispd.pid")"
   expect "the job completes" wait_until 60 job_finished "$job"
-  expect "what crispd made late is gone" wait_until 60 bash -c "[[ \$(\"${CTR[0]}\" --address $CONTAINERD_SOCK -n k8s.io containers ls -q 'labels.\"crisp.slurm/job\"==$job' | wc -l) == 0 ]]"
+  expect "what crispd made late is gone" wait_until 60 no_cri_objects "$job"
 }
 
 test_setuid_binary_grants_nothing() {
@@ -292,8 +298,7 @@ test_non_root_cannot_create_containers() {
 test_restarted_crispd_loses_nothing() {
   as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" sh -c 'sleep 4; echo survived' >/tmp/crisp-it.r 2>&1 &
   local srun_pid=$!
-  wait_until 30 bash -c "\"${CRISPCTL[0]}\" --socket $CRISPD_SOCK ps | grep -q CONTAINER_RUNNING"
-  local job; job=$("${CRISPCTL[@]}" ps | awk 'NR > 1 && $5 == "CONTAINER_RUNNING" {print $1; exit}')
+  local job; job=$(running_job)
   start_crispd
   expect "a restarted crispd still lists the step" contains "$("${CRISPCTL[@]}" ps --job "$job")" "CONTAINER_RUNNING"
   expect "a user sees their own step" contains "$(runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" ps)" "$job"
@@ -306,7 +311,7 @@ test_restarted_crispd_loses_nothing() {
 test_users_see_only_their_jobs() {
   srun --container-image="$TEST_IMAGE" sleep 3 >/dev/null 2>&1 &
   local pid=$!
-  wait_until 30 bash -c "\"${CRISPCTL[0]}\" --socket $CRISPD_SOCK ps | grep -q CONTAINER_RUNNING"
+  running_job >/dev/null
   expect "root sees root's step" equals "$("${CRISPCTL[@]}" ps | awk 'NR > 1 && $3 == 0' | wc -l)" 1
   expect "the test user does not" equals "$(runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" ps | tail -n +2 | wc -l)" 0
   wait "$pid"
