@@ -154,14 +154,9 @@ test_workdir() {
 }
 
 test_concurrent_pulls_are_merged() {
-  # A new image (its own 64 MB layer) that no node has: the pull takes long enough to overlap.
-  local tag=uncached-$RANDOM$RANDOM dir; dir=$(mktemp -d)
-  skopeo copy --quiet --src-tls-verify=false "docker://$TEST_IMAGE" "oci:$dir/oci:base" &&
-    umoci unpack --image "$dir/oci:base" "$dir/b" >/dev/null &&
-    head -c 64M /dev/urandom >"$dir/b/rootfs/payload" &&
-    umoci repack --image "$dir/oci:base" "$dir/b" &&
-    skopeo copy --quiet --dest-tls-verify=false "oci:$dir/oci:base" "docker://$REGISTRY/crisp-test/busybox:$tag"
-  rm -rf "$dir"
+  # A new image (its own 64 MB layer): the pull takes long enough to overlap.
+  local tag=uncached-$RANDOM$RANDOM
+  push_unique_image "crisp-test/busybox:$tag" 64
   local layer; layer=$(skopeo inspect --tls-verify=false --raw "docker://$REGISTRY/crisp-test/busybox:$tag" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["layers"][-1]["digest"])')
   settle
@@ -178,6 +173,36 @@ test_concurrent_pulls_are_merged() {
   expect "the second request overlapped the pull" equals "$(($(stat_of pulls_merged) - merged0))" 1
   local blob_gets; blob_gets=$(tail -n +"$((log_lines0 + 1))" "$LOGS/registry.log" | grep -c "GET /v2/crisp-test/busybox/blobs/$layer")
   expect "the registry served the new layer once ($layer)" equals "$blob_gets" 1
+}
+
+# push_unique_image NAME:TAG MB: the test image plus a layer of its own, which no node has.
+push_unique_image() {
+  local ref=$1 mb=$2 dir; dir=$(mktemp -d)
+  skopeo copy --quiet --src-tls-verify=false "docker://$TEST_IMAGE" "oci:$dir/oci:base" &&
+    umoci unpack --image "$dir/oci:base" "$dir/b" >/dev/null &&
+    head -c "${mb}M" /dev/urandom >"$dir/b/rootfs/payload" &&
+    umoci repack --image "$dir/oci:base" "$dir/b" &&
+    skopeo copy --quiet --dest-tls-verify=false "oci:$dir/oci:base" "docker://$REGISTRY/$ref"
+  local rc=$?
+  rm -rf "$dir"
+  return $rc
+}
+
+test_long_cold_pull_trips_no_slurm_timeout() {
+  # Every blob takes 12 s through this proxy: the pull outlasts Slurm's MessageTimeout (10 s) twice over.
+  local tag=slow-$RANDOM$RANDOM
+  push_unique_image "crisp-test/busybox:$tag" 1
+  python3 "$CRISP_SRC/tests/integration/slow_registry.py" 5001 5000 12 2>"$LOGS/slow-registry.log" &
+  local proxy=$!
+  wait_until 10 curl -sf -o /dev/null http://127.0.0.1:5001/v2/
+  local t0=$SECONDS
+  run as_user "${SRUN[@]}" --container-image="127.0.0.1:5001/crisp-test/busybox:$tag" sh -c 'test -f /payload && echo pulled-and-ran'
+  local took=$((SECONDS - t0))
+  kill "$proxy"; wait "$proxy" 2>/dev/null
+  expect "the pull was slow (${took}s)" equals "$((took >= 20))" 1
+  expect "the step still ran" equals "$OUT" "pulled-and-ran"
+  expect "srun succeeded" equals "$RC" 0
+  expect "no Slurm timeout" lacks "$ERR" "imed out"
 }
 
 test_nothing_left_after_a_job() {
@@ -336,6 +361,7 @@ t slurm_env_and_image_env
 t mounts_rw_and_ro
 t workdir
 t concurrent_pulls_are_merged
+t long_cold_pull_trips_no_slurm_timeout
 t nothing_left_after_a_job
 t scancel_kills_and_cleans_up
 t missing_image_fails_fast
