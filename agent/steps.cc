@@ -96,16 +96,13 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   auto sandbox = find_or_run_sandbox(in.job, sandbox_config);
   if (!sandbox) return Error{sandbox.error()};
 
-  // Undo what this call made, so a failed step leaves nothing behind.
+  // Undo the container this call made; the sandbox is the job's and goes with it.
   v1::ReleaseResponse undo;
   auto cleanup = [&](const std::string& container_id) {
-    if (!container_id.empty()) {
-      cri::Container c;
-      c.set_id(container_id);
-      (void)remove_containers({c}, undo);
-    }
-    bool removed = false;
-    (void)remove_sandbox_if_empty(*sandbox, removed);
+    if (container_id.empty()) return;
+    cri::Container c;
+    c.set_id(container_id);
+    (void)remove_containers({c}, undo);
   };
 
   Labels step_sel = job_selector(req.job_id());
@@ -176,6 +173,7 @@ Status StepManager::remove_sandbox_if_empty(const cri::PodSandbox& sandbox, bool
 }
 
 Result<v1::ReleaseResponse> StepManager::release_step(uint32_t job_id, uint32_t step_id) {
+  auto t0 = std::chrono::steady_clock::now();
   auto lock = lock_job(job_id);
   Labels sel = job_selector(job_id);
   sel[labels::kStep] = std::to_string(step_id);
@@ -183,16 +181,11 @@ Result<v1::ReleaseResponse> StepManager::release_step(uint32_t job_id, uint32_t 
   auto containers = cri_.list_containers(sel);
   if (!containers) return Error{containers.error()};
   if (auto s = remove_containers(*containers, out); !s) return Error{s.error()};
-  auto sandboxes = cri_.list_pod_sandboxes(job_selector(job_id));
-  if (!sandboxes) return Error{sandboxes.error()};
-  for (const cri::PodSandbox& sb : *sandboxes) {
-    bool removed = false;
-    if (auto s = remove_sandbox_if_empty(sb, removed); !s) return Error{s.error()};
-    if (removed) out.set_removed_sandbox(true);
-  }
   released++;
   log_info("released " + job_text(job_id, step_id) + ": " + std::to_string(out.removed_containers()) +
-           " container(s)" + (out.removed_sandbox() ? ", sandbox removed" : ""));
+           " container(s) in " +
+           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()) +
+           " ms");
   return out;
 }
 

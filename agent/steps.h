@@ -1,5 +1,7 @@
-// A job's sandbox and its steps' holder containers: created on a step's
-// start, removed at its end, the sandbox with the job's last step on the node.
+// A job's sandbox and its steps' holder containers: a container per step,
+// removed at the step's end; the job's sandbox is made by its first step on
+// the node and kept for the next ones (saving RunPodSandbox per step) until
+// the job ends there (the plugin's job epilog, or the sweep as safety net).
 #pragma once
 
 #include <atomic>

@@ -5,12 +5,12 @@
 #include <chrono>
 #include <string>
 
+#include "common/layout.h"
 #include "common/result.h"
 #include "crisp.pb.h"
 
 namespace crisp {
 
-inline constexpr const char* kDefaultSocket = "/run/crisp/crispd.sock";
 // crispd sends a keepalive at least this often while it works on a request.
 inline constexpr std::chrono::seconds kKeepaliveInterval{5};
 // Silence longer than this means crispd is hung, whatever the request's timeout.

@@ -3,6 +3,9 @@
 
 namespace crisp {
 
+// crispd's socket, unless plugstack.conf's socket= or crispd's --socket say otherwise.
+inline constexpr const char* kDefaultSocket = "/run/crisp/crispd.sock";
+
 // Where crisp-holder appears inside every container (bind-mounted read-only).
 inline constexpr const char* kHolderTarget = "/.crisp/holder";
 

@@ -2,7 +2,6 @@
 
 #include <cstdlib>
 
-#include "common/client.h"
 #include "common/env.h"
 #include "common/strings.h"
 
@@ -61,7 +60,6 @@ Result<ContainerOptions> validate_options(const RawOptions& raw) {
 
 Result<PluginConfig> parse_plugin_args(const std::vector<std::string>& args) {
   PluginConfig cfg;
-  cfg.socket = kDefaultSocket;
   for (const std::string& a : args) {
     size_t eq = a.find('=');
     std::string key = a.substr(0, eq), value = eq == std::string::npos ? "" : a.substr(eq + 1);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/image_ref.h"
+#include "common/layout.h"
 #include "common/mount_spec.h"
 #include "common/result.h"
 
@@ -32,7 +33,7 @@ Status validate_option(const std::string& name, const std::string& value);
 
 // plugstack.conf arguments: key=value.
 struct PluginConfig {
-  std::string socket;
+  std::string socket = kDefaultSocket;
   int timeout_s = 1800;  // covers a cold pull of a large image
 };
 Result<PluginConfig> parse_plugin_args(const std::vector<std::string>& args);

@@ -51,6 +51,20 @@ int on_option(int val, const char* optarg, int /*remote*/) {
   return 0;
 }
 
+// plugstack.conf arguments reach every callback; the job-script context
+// (prolog/epilog) calls no slurm_spank_init, so each entry point that needs
+// them reads them.
+bool load_config(int ac, char** av) {
+  auto cfg = crisp::parse_plugin_args(std::vector<std::string>(av, av + ac));
+  if (!cfg) {
+    crisp::seam::daemon_log(cfg.error());
+    crisp::seam::user_error(cfg.error());
+    return false;
+  }
+  crisp::plugin_state().config = *cfg;
+  return true;
+}
+
 }  // namespace
 
 extern "C" {
@@ -64,14 +78,7 @@ __attribute__((visibility("default"))) int slurm_spank_init(spank_t sp, int ac, 
         return -1;
       }
   }
-  auto cfg = crisp::parse_plugin_args(std::vector<std::string>(av, av + ac));
-  if (!cfg) {
-    crisp::seam::daemon_log(cfg.error());
-    crisp::seam::user_error(cfg.error());
-    return -1;
-  }
-  crisp::plugin_state().config = *cfg;
-  return 0;
+  return load_config(ac, av) ? 0 : -1;
 }
 
 __attribute__((visibility("default"))) int slurm_spank_init_post_opt(spank_t sp, int, char**) {
@@ -95,8 +102,8 @@ __attribute__((visibility("default"))) int slurm_spank_exit(spank_t sp, int, cha
   return spank_remote(sp) ? crisp::remote_exit(sp) : 0;
 }
 
-__attribute__((visibility("default"))) int slurm_spank_job_epilog(spank_t sp, int, char**) {
-  return crisp::slurmd_job_epilog(sp);
+__attribute__((visibility("default"))) int slurm_spank_job_epilog(spank_t sp, int ac, char** av) {
+  return load_config(ac, av) ? crisp::slurmd_job_epilog(sp) : -1;
 }
 
 }  // extern "C"

@@ -20,8 +20,7 @@ constexpr uint32_t kExternStep = 0xfffffffc;
 
 struct StepState {
   bool active = false;    // the step asked for a container
-  bool created = false;   // crispd made one
-  bool released = false;
+  bool created = false;   // crispd made one: release it at the step's end
   // Slurm drops init_post_opt's errors silently, so they wait for the tasks,
   // whose stderr reaches the user.
   std::string error;
@@ -37,12 +36,11 @@ StepState& step_state() {
 }
 
 void release(StepState& st) {
-  st.released = true;
   v1::Request req;
   req.mutable_release_step()->set_job_id(st.step.job_id);
   req.mutable_release_step()->set_step_id(st.step.step_id);
   auto resp = call_agent(plugin_state().config.socket, req, std::chrono::seconds(60));
-  if (!resp && st.created)
+  if (!resp)
     seam::daemon_log("releasing job " + std::to_string(st.step.job_id) + " step " +
                      std::to_string(st.step.step_id) + ": " + resp.error() + " (the sweep will remove it)");
 }
@@ -82,7 +80,8 @@ int remote_init_post_opt(spank_t sp) {
     st.error = resp.error();
     seam::daemon_log("job " + std::to_string(st.step.job_id) + " step " + std::to_string(st.step.step_id) + ": " +
                      st.error);
-    // Whatever the request made is released in remote_exit, as for any step.
+    // No release: crispd undid a failed request itself, and what a late answer
+    // makes exits with this slurmstepd (the holder watches it) for the sweep.
     return 0;
   }
   st.created = true;
@@ -130,7 +129,7 @@ int remote_exit(spank_t) {
     close(st.ns_fd);
     st.ns_fd = -1;
   }
-  if (st.active && !st.released && st.step.job_id != 0) release(st);
+  if (st.created) release(st);
   return 0;
 }
 

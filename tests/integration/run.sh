@@ -282,6 +282,7 @@ test_crispd_down_times_out_with_a_message() {
 }
 
 test_hung_crispd_times_out_with_a_message() {
+  settle  # a job epilog under way would wait on the stopped crispd too
   kill -STOP "$(cat "$RUN/crispd.pid")"
   local t0=$SECONDS
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" true

@@ -215,7 +215,7 @@ TEST_F(AgentTest, MissingImageSaysSo) {
   EXPECT_EQ(c.error(), "image 127.0.0.1:5000/nope:latest was not found in its registry: check the name and tag");
 }
 
-TEST_F(AgentTest, StepsShareTheJobSandboxWhichGoesWithTheLastStep) {
+TEST_F(AgentTest, StepsShareTheJobSandboxWhichGoesWithTheJob) {
   auto a = steps_->create(step(7, 0));
   auto b = steps_->create(step(7, 1));
   ASSERT_TRUE(a.ok()) << a.error();
@@ -223,15 +223,21 @@ TEST_F(AgentTest, StepsShareTheJobSandboxWhichGoesWithTheLastStep) {
   EXPECT_EQ(a->sandbox_id(), b->sandbox_id());
   EXPECT_EQ(a->holder_pid(), getpid());
   EXPECT_EQ(a->image_env_size(), 1);
-  auto r0 = steps_->release_step(7, 0);
-  ASSERT_TRUE(r0.ok());
-  EXPECT_EQ(r0->removed_containers(), 1u);
-  EXPECT_FALSE(r0->removed_sandbox());
-  auto r1 = steps_->release_step(7, 1);
-  ASSERT_TRUE(r1.ok());
-  EXPECT_TRUE(r1->removed_sandbox());
-  EXPECT_TRUE(fake_.sandboxes.empty());
+  for (uint32_t s : {0u, 1u}) {
+    auto r = steps_->release_step(7, s);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->removed_containers(), 1u);
+  }
   EXPECT_TRUE(fake_.containers.empty());
+  ASSERT_EQ(fake_.sandboxes.size(), 1u) << "kept for the job's next step";
+  auto c = steps_->create(step(7, 2));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sandbox_id(), a->sandbox_id());
+  ASSERT_TRUE(steps_->release_step(7, 2).ok());
+  auto end = steps_->release_job(7);
+  ASSERT_TRUE(end.ok());
+  EXPECT_TRUE(end->removed_sandbox());
+  EXPECT_TRUE(fake_.sandboxes.empty());
 }
 
 TEST_F(AgentTest, FailedStartLeavesNothingBehind) {
@@ -240,8 +246,9 @@ TEST_F(AgentTest, FailedStartLeavesNothingBehind) {
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.error().find("cannot start the step's container"), std::string::npos) << a.error();
   EXPECT_NE(a.error().find("exec format error"), std::string::npos) << a.error();
-  EXPECT_TRUE(fake_.sandboxes.empty());
   EXPECT_TRUE(fake_.containers.empty());
+  ASSERT_TRUE(steps_->release_job(8).ok());  // the job's end, as the epilog sends it
+  EXPECT_TRUE(fake_.sandboxes.empty());
 }
 
 TEST_F(AgentTest, ReleaseJobRemovesEverythingOfTheJobOnly) {
