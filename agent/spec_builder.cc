@@ -95,10 +95,14 @@ cri::ContainerConfig build_step_container(const StepContainerInput& in, const No
   add_mount(c, node.holder_path, kHolderTarget, true);
   for (const v1::BindMount& m : in.mounts)
     add_mount(c, m.source(), m.target(), m.readonly(), propagation_of(m.propagation()));
+  auto mount_workdir_at = [&](const std::string& target) {
+    for (const v1::BindMount& m : in.mounts)
+      if (m.target() == target) return;  // the user's own mount wins
+    add_mount(c, in.workdir, target, false);
+  };
   if (!in.workdir.empty()) {
-    bool covered = false;
-    for (const v1::BindMount& m : in.mounts) covered |= m.target() == in.workdir;
-    if (!covered) add_mount(c, in.workdir, in.workdir, false);
+    mount_workdir_at(in.workdir);
+    if (!in.workdir_alias.empty() && in.workdir_alias != in.workdir) mount_workdir_at(in.workdir_alias);
   }
 
   auto* sc = c.mutable_linux()->mutable_security_context();

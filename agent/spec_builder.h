@@ -30,7 +30,11 @@ struct StepContainerInput {
   std::vector<uint32_t> groups;
   std::string image;                   // canonical reference
   std::vector<v1::BindMount> mounts;   // sources already resolved and checked
-  std::string workdir;                 // mounted at itself when non-empty
+  // The job's directory, symlinks resolved, as slurmstepd enters it (srun sends
+  // getcwd()); mounted at itself when non-empty, and also at workdir_alias, the
+  // logical path in $PWD, when that differs.
+  std::string workdir;
+  std::string workdir_alias;
   int32_t stepd_pid = 0;
 };
 

@@ -10,6 +10,7 @@
 #include "agent/log.h"
 #include "agent/user_access.h"
 #include "common/image_ref.h"
+#include "common/mount_spec.h"
 
 namespace crisp {
 namespace {
@@ -78,8 +79,9 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   v1::CreateStepResponse out;
   if (!req.job_workdir().empty()) {
     // A working directory the user cannot reach stays unmounted; slurmstepd then reports it.
-    if (auto wd = resolve_as_user(creds, req.job_workdir()); wd && *wd == req.job_workdir()) {
+    if (auto wd = resolve_as_user(creds, req.job_workdir()); wd) {
       in.workdir = *wd;
+      in.workdir_alias = normalize_path(req.job_workdir());
       out.set_job_workdir_mounted(true);
     }
   }

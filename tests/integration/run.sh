@@ -145,6 +145,10 @@ test_workdir() {
   expect "starts in the job's directory" equals "$OUT" "$WORK"
   expect "which is the host's directory" equals "$(cat "$WORK/here" 2>/dev/null)" "made-in-job-dir"
   expect "no chdir complaint" lacks "$ERR" "couldn't chdir"
+  ln -sfn "$WORK" "$WORK-link"
+  run bash -c "cd '$WORK-link' && runuser -u '$TEST_USER' -- ${SRUN[*]} --container-image='$TEST_IMAGE' sh -c 'pwd; cat here; cd \$PWD && echo logical-path-ok'"
+  expect "a directory reached through a symlink works too" equals "$OUT" "$WORK-link"$'\n'"made-in-job-dir"$'\n'"logical-path-ok"
+  rm -f "$WORK-link"
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-workdir=/etc sh -c 'pwd; echo $PWD'
   expect "--container-workdir applies" equals "$OUT" $'/etc\n/etc'
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-workdir=/no/such/dir pwd

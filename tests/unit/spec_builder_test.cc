@@ -83,6 +83,24 @@ TEST(SpecBuilder, UserMountOverWorkdirWins) {
   EXPECT_EQ(c.mounts(1).host_path(), "/data");
 }
 
+TEST(SpecBuilder, WorkdirThroughASymlinkIsMountedAtBothPaths) {
+  auto in = input();
+  in.workdir = "/data/home/alice";
+  in.workdir_alias = "/home/alice";
+  auto c = crisp::build_step_container(in, node);
+  ASSERT_EQ(c.mounts_size(), 4);
+  EXPECT_EQ(c.mounts(2).host_path(), "/data/home/alice");
+  EXPECT_EQ(c.mounts(2).container_path(), "/data/home/alice");
+  EXPECT_EQ(c.mounts(3).host_path(), "/data/home/alice");
+  EXPECT_EQ(c.mounts(3).container_path(), "/home/alice");
+}
+
+TEST(SpecBuilder, SameWorkdirAndAliasMountOnce) {
+  auto in = input();
+  in.workdir_alias = in.workdir;
+  EXPECT_EQ(crisp::build_step_container(in, node).mounts_size(), 3);
+}
+
 TEST(SpecBuilder, SpecialStepNames) {
   auto in = input();
   in.step_id = 0xfffffffb;
