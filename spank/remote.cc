@@ -102,6 +102,9 @@ int remote_task_init_privileged(spank_t sp) {
   if (!st.active) return 0;
   if (!st.error.empty()) return fail_task(sp, st.error);
   if (auto s = join_mount_ns(st.ns_fd); !s) return fail_task(sp, s.error());
+  // This task is inside now; the user's process has no use for the fd.
+  close(st.ns_fd);
+  st.ns_fd = -1;
   return 0;
 }
 

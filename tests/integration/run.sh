@@ -43,11 +43,16 @@ equals() { [[ $1 == "$2" ]]; }
 # cri_objects JOB: sandboxes and containers of JOB in containerd, read with ctr (not crispd).
 cri_objects() { "${CTR[@]}" containers ls -q "labels.\"crisp.slurm/job\"==$1" | wc -l; }
 no_cri_objects() { [[ $(cri_objects "$1") == 0 ]]; }
-no_user_sleep() { ! pgrep -u "$TEST_USER" -x sleep >/dev/null; }
-# running_job: waits for a running step container and prints its job id.
-step_running() { "${CRISPCTL[@]}" ps | grep -q CONTAINER_RUNNING; }
+user_sleep_runs() { pgrep -u "$TEST_USER" -x sleep >/dev/null; }
+no_user_sleep() { ! user_sleep_runs; }
+# running_job USER: waits for USER's running job and its running step container,
+# and prints the job id. (An earlier job's container may linger a moment after its srun.)
+users_job() { squeue -h -t R -u "$1" -o %i | head -1; }
+step_running() { "${CRISPCTL[@]}" ps --job "$1" | grep -q CONTAINER_RUNNING; }
 running_job() {
-  wait_until 30 step_running && "${CRISPCTL[@]}" ps | awk 'NR > 1 && $5 == "CONTAINER_RUNNING" {print $1; exit}'
+  local job=
+  for _ in $(seq 300); do job=$(users_job "$1"); [[ -n $job ]] && break; sleep 0.1; done
+  [[ -n $job ]] && wait_until 30 step_running "$job" && echo "$job"
 }
 last_job() { scontrol show jobs -o 2>/dev/null | grep -o 'JobId=[0-9]*' | cut -d= -f2 | sort -n | tail -1; }
 stat_of() { "${CRISPCTL[@]}" stats | awk -v k="$1" '$1 == k {print $2}'; }
@@ -221,9 +226,9 @@ test_nothing_left_after_a_job() {
 test_scancel_kills_and_cleans_up() {
   as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" sleep 300 >/dev/null 2>&1 &
   local srun_pid=$!
-  local job; job=$(running_job)
+  local job; job=$(running_job "$TEST_USER")
   expect "the step's container runs" equals "$([[ -n $job ]] && echo y)" y
-  expect "its sleep runs" equals "$(pgrep -u "$TEST_USER" -x sleep | wc -l)" 1
+  expect "its sleep runs" wait_until 10 user_sleep_runs
   scancel "$job"
   wait_until 20 bash -c "! kill -0 $srun_pid 2>/dev/null"
   expect "srun ends" equals "$(kill -0 $srun_pid 2>/dev/null && echo running)" ""
@@ -328,7 +333,7 @@ test_non_root_cannot_create_containers() {
 test_restarted_crispd_loses_nothing() {
   as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" sh -c 'sleep 4; echo survived' >/tmp/crisp-it.r 2>&1 &
   local srun_pid=$!
-  local job; job=$(running_job)
+  local job; job=$(running_job "$TEST_USER")
   start_crispd
   expect "a restarted crispd still lists the step" contains "$("${CRISPCTL[@]}" ps --job "$job")" "CONTAINER_RUNNING"
   expect "a user sees their own step" contains "$(runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" ps)" "$job"
@@ -341,7 +346,7 @@ test_restarted_crispd_loses_nothing() {
 test_users_see_only_their_jobs() {
   srun --container-image="$TEST_IMAGE" sleep 3 >/dev/null 2>&1 &
   local pid=$!
-  running_job >/dev/null
+  running_job root >/dev/null
   expect "root sees root's step" equals "$("${CRISPCTL[@]}" ps | awk 'NR > 1 && $3 == 0' | wc -l)" 1
   expect "the test user does not" equals "$(runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" ps | tail -n +2 | wc -l)" 0
   wait "$pid"
