@@ -21,7 +21,7 @@ PACKAGES=(
   build-essential meson ninja-build pkg-config protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
   libgrpc++-dev libcli11-dev nlohmann-json3-dev googletest libgtest-dev libcurl4-openssl-dev libslurm-dev
   slurmctld slurmd slurm-client munge containerd runc docker-registry skopeo umoci busybox-static debootstrap
-  procps psmisc curl
+  procps psmisc curl python3
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
