@@ -140,3 +140,29 @@ TEST(ContainerPid, ParsesAndRejects) {
 }
 
 }  // namespace
+
+#include "agent/images.h"
+#include "agent/log.h"
+
+namespace {
+
+TEST(PullErrors, SayWhatToFix) {
+  const std::string ref = "r:5000/x:1";
+  EXPECT_EQ(crisp::explain_pull_error(ref, "failed to resolve reference \"r:5000/x:1\": not found"),
+            "image r:5000/x:1 was not found in its registry: check the name and tag");
+  EXPECT_EQ(crisp::explain_pull_error(ref, "pulling from host r:5000 failed with status code 401 Unauthorized: unauthorized"),
+            "the registry refused access to image r:5000/x:1: check your registry credentials");
+  EXPECT_NE(crisp::explain_pull_error(ref, "dial tcp 127.0.0.1:5999: connect: connection refused")
+                .find("cannot reach the registry of image r:5000/x:1"),
+            std::string::npos);
+  EXPECT_EQ(crisp::explain_pull_error(ref, "disk full"), "cannot pull image r:5000/x:1: disk full");
+}
+
+TEST(LogLevel, Names) {
+  crisp::LogLevel l;
+  EXPECT_TRUE(crisp::parse_log_level("warn", l));
+  EXPECT_EQ(l, crisp::LogLevel::warn);
+  EXPECT_FALSE(crisp::parse_log_level("verbose", l));
+}
+
+}  // namespace
