@@ -45,13 +45,14 @@ cri_objects() { "${CTR[@]}" containers ls -q "labels.\"crisp.slurm/job\"==$1" | 
 no_cri_objects() { [[ $(cri_objects "$1") == 0 ]]; }
 user_sleep_runs() { pgrep -u "$TEST_USER" -x sleep >/dev/null; }
 no_user_sleep() { ! user_sleep_runs; }
-# running_job USER: waits for USER's running job and its running step container,
-# and prints the job id. (An earlier job's container may linger a moment after its srun.)
-users_job() { squeue -h -t R -u "$1" -o %i | head -1; }
+# running_job NAME: waits for the running job named NAME (srun -J) and its running
+# step container, and prints the job id. Names, not "the first running job": an
+# earlier job's container lingers a moment after its srun, and stale jobs may exist.
+named_job() { squeue -h -t R -n "$1" -o %i | head -1; }
 step_running() { "${CRISPCTL[@]}" ps --job "$1" | grep -q CONTAINER_RUNNING; }
 running_job() {
   local job=
-  for _ in $(seq 300); do job=$(users_job "$1"); [[ -n $job ]] && break; sleep 0.1; done
+  for _ in $(seq 300); do job=$(named_job "$1"); [[ -n $job ]] && break; sleep 0.1; done
   [[ -n $job ]] && wait_until 30 step_running "$job" && echo "$job"
 }
 last_job() { scontrol show jobs -o 2>/dev/null | grep -o 'JobId=[0-9]*' | cut -d= -f2 | sort -n | tail -1; }
@@ -224,9 +225,10 @@ test_nothing_left_after_a_job() {
 }
 
 test_scancel_kills_and_cleans_up() {
-  as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" sleep 300 >/dev/null 2>&1 &
+  local name=crisp-it-scancel-$RANDOM
+  as_user "${SRUN[@]}" -J "$name" --container-image="$TEST_IMAGE" sleep 300 >/dev/null 2>&1 &
   local srun_pid=$!
-  local job; job=$(running_job "$TEST_USER")
+  local job; job=$(running_job "$name")
   expect "the step's container runs" equals "$([[ -n $job ]] && echo y)" y
   expect "its sleep runs" wait_until 10 user_sleep_runs
   scancel "$job"
@@ -331,9 +333,10 @@ test_non_root_cannot_create_containers() {
 }
 
 test_restarted_crispd_loses_nothing() {
-  as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" sh -c 'sleep 4; echo survived' >/tmp/crisp-it.r 2>&1 &
+  local name=crisp-it-restart-$RANDOM
+  as_user "${SRUN[@]}" -J "$name" --container-image="$TEST_IMAGE" sh -c 'sleep 4; echo survived' >/tmp/crisp-it.r 2>&1 &
   local srun_pid=$!
-  local job; job=$(running_job "$TEST_USER")
+  local job; job=$(running_job "$name")
   start_crispd
   expect "a restarted crispd still lists the step" contains "$("${CRISPCTL[@]}" ps --job "$job")" "CONTAINER_RUNNING"
   expect "a user sees their own step" contains "$(runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" ps)" "$job"
@@ -344,9 +347,10 @@ test_restarted_crispd_loses_nothing() {
 }
 
 test_users_see_only_their_jobs() {
-  srun --container-image="$TEST_IMAGE" sleep 3 >/dev/null 2>&1 &
+  local name=crisp-it-root-$RANDOM
+  srun -J "$name" --container-image="$TEST_IMAGE" sleep 3 >/dev/null 2>&1 &
   local pid=$!
-  running_job root >/dev/null
+  running_job "$name" >/dev/null
   expect "root sees root's step" equals "$("${CRISPCTL[@]}" ps | awk 'NR > 1 && $3 == 0' | wc -l)" 1
   expect "the test user does not" equals "$(runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" ps | tail -n +2 | wc -l)" 0
   wait "$pid"
