@@ -87,11 +87,15 @@ echo "required $SLURM_PLUGINDIR/spank_crisp.so socket=$CRISPD_SOCK" >/etc/slurm/
 if [[ ! -f $RUN/slurmctld.pid ]] || ! kill -0 "$(cat "$RUN/slurmctld.pid")" 2>/dev/null; then
   /usr/sbin/slurmctld -i
 fi
+fresh_slurmd=0
 if [[ ! -f $RUN/slurmd.pid ]] || ! kill -0 "$(cat "$RUN/slurmd.pid")" 2>/dev/null; then
   /usr/sbin/slurmd
+  fresh_slurmd=1
 fi
 wait_for slurmctld 30 scontrol ping
 wait_for "node $node" 30 bash -c "sinfo -h -N -o %T | grep -qE '^(idle|mixed|allocated)'"
+# Jobs slurmctld still counts as running on a node whose slurmd just started died with the old one.
+((fresh_slurmd)) && scancel --state=RUNNING 2>/dev/null
 
 say "the local cluster is up: sinfo, srun, crispctl ps; dev/down.sh stops it"
 if ((demo)); then
