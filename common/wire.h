@@ -16,7 +16,6 @@ class Deadline {
   explicit Deadline(std::chrono::milliseconds in) : at_(std::chrono::steady_clock::now() + in) {}
   // Milliseconds left, at least 0, for poll().
   int remaining_ms() const;
-  bool passed() const { return remaining_ms() == 0; }
   static const Deadline& soonest(const Deadline& a, const Deadline& b) { return a.at_ < b.at_ ? a : b; }
 
  private:

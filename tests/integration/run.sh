@@ -62,6 +62,12 @@ job_finished() { scontrol show job "$1" 2>/dev/null | grep -qE 'JobState=(COMPLE
 no_completing_job() { [[ -z $(squeue -h -t CG) ]]; }
 settle() { wait_until 30 no_completing_job; }
 one_crisp_line() { [[ $(grep -c '^crisp: ' <<<"$1") == 1 ]]; }
+# expect_crisp_error WHAT TEXT: the last run failed with exactly one "crisp:" line, containing TEXT.
+expect_crisp_error() {
+  expect "$1: srun fails" equals "$((RC != 0))" 1
+  expect "$1: one crisp: line" one_crisp_line "$ERR"
+  expect "$1: says '$2'" contains "$ERR" "$2"
+}
 
 # wait_until SECONDS CMD...
 wait_until() {
@@ -158,9 +164,7 @@ test_workdir() {
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-workdir=/etc sh -c 'pwd; echo $PWD'
   expect "--container-workdir applies" equals "$OUT" $'/etc\n/etc'
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-workdir=/no/such/dir pwd
-  expect "missing workdir fails" equals "$((RC != 0))" 1
-  expect "with one crisp: line" one_crisp_line "$ERR"
-  expect "naming the directory" contains "$ERR" "crisp: cannot enter the working directory /no/such/dir"
+  expect_crisp_error "missing workdir" "crisp: cannot enter the working directory /no/such/dir"
 }
 
 test_concurrent_pulls_are_merged() {
@@ -245,24 +249,19 @@ test_missing_image_fails_fast() {
   local t0=$SECONDS
   run as_user "${SRUN[@]}" --container-image="$REGISTRY/crisp-test/does-not-exist:1" true
   local job; job=$(last_job)
-  expect "srun fails" equals "$((RC != 0))" 1
   expect "within 10 s" equals "$((SECONDS - t0 < 10))" 1
-  expect "one crisp: line" one_crisp_line "$ERR"
-  expect "saying the image was not found" contains "$ERR" "crisp: image $REGISTRY/crisp-test/does-not-exist:1 was not found in its registry"
+  expect_crisp_error "missing image" "crisp: image $REGISTRY/crisp-test/does-not-exist:1 was not found in its registry"
   expect "nothing left in containerd" equals "$(cri_objects "$job")" 0
 }
 
 test_malformed_input_rejected_before_allocation() {
   local before; before=$(last_job)
   run as_user "${SRUN[@]}" --container-image='UPPER/Case::x' true
-  expect "bad image: srun fails" equals "$((RC != 0))" 1
-  expect "bad image: one crisp: line" one_crisp_line "$ERR"
-  expect "bad image: says what is wrong" contains "$ERR" "crisp: invalid image reference 'UPPER/Case::x'"
+  expect_crisp_error "bad image" "crisp: invalid image reference 'UPPER/Case::x'"
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=/tmp:relative true
-  expect "bad mount: srun fails" equals "$((RC != 0))" 1
-  expect "bad mount: says what is wrong" contains "$ERR" "crisp: invalid --container-mounts entry '/tmp:relative'"
+  expect_crisp_error "bad mount" "crisp: invalid --container-mounts entry '/tmp:relative'"
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=/a:/b:bogus true
-  expect "bad flag: named" contains "$ERR" "unknown flag 'bogus'"
+  expect_crisp_error "bad flag" "unknown flag 'bogus'"
   expect "no job was allocated" equals "$(last_job)" "$before"
   expect "srun never asked for resources" lacks "$ERR" "allocated resources"
 }
@@ -270,23 +269,19 @@ test_malformed_input_rejected_before_allocation() {
 test_inaccessible_mount_source() {
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=/var/tmp/crisp-it/secret:/s cat /s/file
   local job; job=$(last_job)
-  expect "srun fails" equals "$((RC != 0))" 1
   expect "the secret stays secret" lacks "$OUT" "top-secret"
-  expect "one crisp: line" one_crisp_line "$ERR"
-  expect "naming the source" contains "$ERR" "crisp: mount source /var/tmp/crisp-it/secret: Permission denied"
+  expect_crisp_error "unreadable source" "crisp: mount source /var/tmp/crisp-it/secret: Permission denied"
   expect "nothing left in containerd" equals "$(cri_objects "$job")" 0
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=/no/such/src:/s true
-  expect "missing source named" contains "$ERR" "crisp: mount source /no/such/src: No such file or directory"
+  expect_crisp_error "missing source" "crisp: mount source /no/such/src: No such file or directory"
 }
 
 test_crispd_down_times_out_with_a_message() {
   stop_daemon "$RUN/crispd.pid"
   local t0=$SECONDS
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" true
-  expect "srun fails" equals "$((RC != 0))" 1
   expect "without hanging" equals "$((SECONDS - t0 < 15))" 1
-  expect "one crisp: line" one_crisp_line "$ERR"
-  expect "saying crispd is not running" contains "$ERR" "is crispd running on this node?"
+  expect_crisp_error "crispd down" "is crispd running on this node?"
   start_crispd
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" true
   expect "works again once crispd is back" equals "$RC" 0
@@ -298,10 +293,8 @@ test_hung_crispd_times_out_with_a_message() {
   local t0=$SECONDS
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" true
   local job; job=$(last_job)
-  expect "srun fails" equals "$((RC != 0))" 1
   expect "after the idle timeout, not the pull timeout" equals "$((SECONDS - t0 < 40))" 1
-  expect "one crisp: line" one_crisp_line "$ERR"
-  expect "saying crispd does not answer" contains "$ERR" "did not answer within 15 s: is it hung?"
+  expect_crisp_error "crispd hung" "did not answer within 15 s: is it hung?"
   kill -CONT "$(cat "$RUN/crispd.pid")"
   expect "the job completes" wait_until 60 job_finished "$job"
   expect "what crispd made late is gone" wait_until 60 no_cri_objects "$job"
