@@ -14,6 +14,9 @@ inline constexpr const char* kUid = "crisp.slurm/uid";
 inline constexpr const char* kUser = "crisp.slurm/user";
 inline constexpr const char* kNode = "crisp.slurm/node";
 inline constexpr const char* kImage = "crisp.slurm/image";
+inline constexpr const char* kName = "crisp.slurm/name";              // a named container
+inline constexpr const char* kEntrypoint = "crisp.slurm/entrypoint";  // "true": its env is the holder's
+inline constexpr const char* kTmpfs = "crisp.slurm/tmpfs";            // host dir of its tmpfs mounts
 // What crictl prints in its POD, NAMESPACE and NAME columns.
 inline constexpr const char* kPodName = "io.kubernetes.pod.name";
 inline constexpr const char* kPodNamespace = "io.kubernetes.pod.namespace";

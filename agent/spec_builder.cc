@@ -59,9 +59,10 @@ Result<nlohmann::json> info_json(const std::map<std::string, std::string>& info)
 cri::PodSandboxConfig build_sandbox_config(const JobIdentity& job, const NodeSettings& node) {
   cri::PodSandboxConfig c;
   auto* md = c.mutable_metadata();
-  md->set_name(labels::pod_name(job.job_id));
+  md->set_name(job.job_id ? labels::pod_name(job.job_id) : "user-" + std::to_string(job.uid));
   md->set_namespace_(labels::kNamespace);
-  md->set_uid("crisp-" + node.node_name + "-" + std::to_string(job.job_id));
+  md->set_uid("crisp-" + node.node_name + "-" +
+              (job.job_id ? std::to_string(job.job_id) : "user-" + std::to_string(job.uid)));
   md->set_attempt(0);
   // Left empty on purpose: runc refuses to set a hostname in the host UTS namespace.
   c.set_hostname("");
@@ -74,27 +75,39 @@ cri::PodSandboxConfig build_sandbox_config(const JobIdentity& job, const NodeSet
   return c;
 }
 
+std::string container_name(const StepContainerInput& in) {
+  return in.name.empty() ? "step-" + labels::step_name(in.step_id) : "named-" + in.name;
+}
+
 cri::ContainerConfig build_step_container(const StepContainerInput& in, const NodeSettings& node) {
   cri::ContainerConfig c;
-  std::string step = labels::step_name(in.step_id);
-  c.mutable_metadata()->set_name("step-" + step);
+  c.mutable_metadata()->set_name(container_name(in));
   c.mutable_image()->set_image(in.image);
-  // The holder is the only process: it keeps the namespaces alive and exits with slurmstepd.
-  c.add_command(kHolderTarget);
-  c.add_args(std::to_string(in.stepd_pid));
+  // The holder is the only process: it keeps the namespaces alive and exits
+  // with slurmstepd (a named container's, only when stopped).
+  std::vector<std::string> argv = in.entrypoint;
+  argv.push_back(kHolderTarget);
+  argv.push_back(std::to_string(in.name.empty() ? in.stepd_pid : 0));
+  c.add_command(argv.front());
+  for (size_t i = 1; i < argv.size(); ++i) c.add_args(argv[i]);
   c.set_working_dir("/");
+  c.set_log_path(in.log_path);
 
   Labels l = job_labels(in.job, node);
-  l[labels::kStep] = std::to_string(in.step_id);
+  if (in.name.empty()) l[labels::kStep] = std::to_string(in.step_id);
+  else l[labels::kName] = in.name;
+  if (!in.entrypoint.empty()) l[labels::kEntrypoint] = "true";
+  if (!in.tmpfs_root.empty()) l[labels::kTmpfs] = in.tmpfs_root;
   l[labels::kImage] = in.image;
-  l[labels::kPodName] = labels::pod_name(in.job.job_id);
+  l[labels::kPodName] = build_sandbox_config(in.job, node).metadata().name();
   l[labels::kPodNamespace] = labels::kNamespace;
-  l[labels::kContainerName] = "step-" + step;
+  l[labels::kContainerName] = container_name(in);
   c.mutable_labels()->insert(l.begin(), l.end());
 
   add_mount(c, node.holder_path, kHolderTarget, true);
   for (const v1::BindMount& m : in.mounts)
     add_mount(c, m.source(), m.target(), m.readonly(), propagation_of(m.propagation()));
+  for (const auto& [host, target] : in.tmpfs) add_mount(c, host, target, false);
   auto mount_workdir_at = [&](const std::string& target) {
     for (const v1::BindMount& m : in.mounts)
       if (m.target() == target) return;  // the user's own mount wins
@@ -111,6 +124,7 @@ cri::ContainerConfig build_step_container(const StepContainerInput& in, const No
   sc->mutable_run_as_group()->set_value(in.gid);
   for (uint32_t g : in.groups) sc->add_supplemental_groups(g);
   sc->set_no_new_privs(true);
+  sc->set_readonly_rootfs(in.readonly_rootfs);
   sc->mutable_capabilities()->add_drop_capabilities("ALL");
   return c;
 }

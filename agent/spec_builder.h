@@ -17,6 +17,7 @@ struct NodeSettings {
   std::string holder_path;  // crisp-holder on the host
 };
 
+// job_id 0: the user's sandbox for named containers of global scope.
 struct JobIdentity {
   uint32_t job_id = 0;
   uint32_t uid = 0;
@@ -36,7 +37,20 @@ struct StepContainerInput {
   std::string workdir;
   std::string workdir_alias;
   int32_t stepd_pid = 0;
+  // Non-empty: a named container, kept across steps; its holder ignores slurmstepd.
+  std::string name;
+  bool readonly_rootfs = false;
+  // Run before the holder, which becomes its arguments (the image's ENTRYPOINT).
+  std::vector<std::string> entrypoint;
+  std::string log_path;  // where the CRI writes the container's output; empty: nowhere
+  // Host directories (already mounted tmpfs) and where they go; labelled so
+  // their removal follows the container's.
+  std::vector<std::pair<std::string, std::string>> tmpfs;
+  std::string tmpfs_root;
 };
+
+// The container's CRI name and the label that finds a named one.
+std::string container_name(const StepContainerInput& in);
 
 cri::PodSandboxConfig build_sandbox_config(const JobIdentity& job, const NodeSettings& node);
 cri::ContainerConfig build_step_container(const StepContainerInput& in, const NodeSettings& node);

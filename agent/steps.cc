@@ -6,11 +6,14 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "agent/entrypoint.h"
 #include "agent/labels.h"
 #include "agent/log.h"
+#include "agent/tmpfs.h"
 #include "agent/user_access.h"
 #include "common/image_ref.h"
 #include "common/mount_spec.h"
+#include "common/strings.h"
 
 namespace crisp {
 namespace {
@@ -55,26 +58,130 @@ Result<cri::PodSandbox> StepManager::find_or_run_sandbox(const JobIdentity& job,
   return sb;
 }
 
+Result<std::optional<cri::Container>> StepManager::find_named(const JobIdentity& scope, const std::string& name) {
+  Labels sel = job_selector(scope.job_id);
+  sel[labels::kUid] = std::to_string(scope.uid);
+  sel[labels::kName] = name;
+  auto found = cri_.list_containers(sel);
+  if (!found) return Error{found.error()};
+  std::optional<cri::Container> running;
+  for (const cri::Container& c : *found) {
+    if (c.state() == cri::CONTAINER_RUNNING && !running) {
+      running = c;
+      continue;
+    }
+    // Its holder died (containerd restarted, the node rebooted): only its name is left.
+    log_warn("removing named container " + c.id().substr(0, 12) + " (" + name + "), which is not running");
+    v1::ReleaseResponse undo;
+    (void)remove_containers({c}, undo);
+  }
+  return running;
+}
+
+Result<v1::CreateStepResponse> StepManager::attach(const cri::Container& c, const v1::CreateStepRequest& req) {
+  auto status = cri_.container_status(c.id(), true);
+  Result<int> pid = status ? parse_container_pid({status->info().begin(), status->info().end()})
+                           : Result<int>(Error{status.error()});
+  if (!pid) return fail("the container named " + req.name() + " cannot be joined: " + pid.error());
+  v1::CreateStepResponse out;
+  out.set_attached(true);
+  out.set_holder_pid(*pid);
+  out.set_container_id(c.id());
+  out.set_sandbox_id(c.pod_sandbox_id());
+  std::string image = c.labels().count(labels::kImage) ? c.labels().at(labels::kImage) : "";
+  out.set_image(image);
+  auto env = c.labels().count(labels::kEntrypoint) ? holder_environment(*pid) : Result<std::vector<std::string>>(Error{""});
+  auto config = images_.ensure(image);
+  if (!config) return Error{config.error()};
+  for (const std::string& e : env ? *env : config->env) out.add_image_env(e);
+  out.set_image_workdir(config->working_dir);
+  // The job's directory is mounted when the container was made, if it was then.
+  out.set_job_workdir_mounted(!req.job_workdir().empty());
+  return out;
+}
+
 Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& req) {
   auto t0 = std::chrono::steady_clock::now();
+  const bool named = !req.name().empty();
+  // A named container of global scope lives in the user's sandbox, not the job's.
+  JobIdentity scope{named && req.global_scope() ? 0 : req.job_id(), req.uid(), req.user()};
+  auto finish = [&](v1::CreateStepResponse out, const std::string& what) {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    out.set_setup_ms(static_cast<uint32_t>(ms));
+    created++;
+    log_info(what + " container " + out.container_id().substr(0, 12) + " for " + job_text(req.job_id(), req.step_id()) +
+             " (uid " + std::to_string(req.uid()) + ", " + out.image() + ") in " + std::to_string(ms) + " ms");
+    return out;
+  };
+  // Answers from an existing named container, or nullopt when one must be made.
+  auto use_named = [&]() -> Result<std::optional<v1::CreateStepResponse>> {
+    auto found = find_named(scope, req.name());
+    if (!found) return Error{found.error()};
+    if (!*found) {
+      if (req.name_mode() == v1::NAME_EXEC)
+        return fail("there is no container named " + req.name() + " on this node: --container-name=" + req.name() +
+                    ":exec only joins one made by an earlier step");
+      if (req.image().empty())
+        return fail("there is no container named " + req.name() + " on this node: add --container-image to create it");
+      return std::optional<v1::CreateStepResponse>();
+    }
+    if (req.name_mode() == v1::NAME_CREATE)
+      return fail("a container named " + req.name() + " already exists on this node (--container-name=" + req.name() +
+                  ":create makes a new one only)");
+    auto out = attach(**found, req);
+    if (!out) return Error{out.error()};
+    return std::optional<v1::CreateStepResponse>(*out);
+  };
+  if (named) {
+    auto lock = lock_job(scope.job_id);
+    auto r = use_named();
+    if (!r) return Error{r.error()};
+    if (*r) return finish(**r, "joined named");
+  }
+
   auto ref = parse_image_ref(req.image());
   if (!ref) return Error{ref.error()};
   std::string image = ref->canonical();
 
   UserCreds creds{req.uid(), req.gid(), {req.supplementary_gids().begin(), req.supplementary_gids().end()}};
   StepContainerInput in;
-  in.job = {req.job_id(), req.uid(), req.user()};
+  in.job = scope;
   in.step_id = req.step_id();
   in.gid = req.gid();
   in.groups = creds.groups;
   in.image = image;
   in.stepd_pid = req.stepd_pid();
+  in.name = req.name();
+  in.readonly_rootfs = req.readonly_rootfs();
+  size_t tmpfs_count = 0;
   for (const v1::BindMount& m : req.mounts()) {
+    if (m.tmpfs()) {
+      tmpfs_count++;
+      continue;
+    }
     auto src = resolve_as_user(creds, m.source());
     if (!src) return fail("mount source " + src.error() + ": it must exist and be readable by you");
     v1::BindMount resolved = m;
     resolved.set_source(*src);
     in.mounts.push_back(resolved);
+  }
+  if (req.mount_home()) {
+    auto home = home_of(req.uid());
+    if (!home) return Error{home.error()};
+    auto dir = resolve_as_user(creds, *home);
+    if (!dir) return fail("--container-mount-home: your home directory " + dir.error());
+    v1::BindMount m;
+    m.set_source(*dir);
+    m.set_target(*home);
+    in.mounts.push_back(m);
+  }
+  if (!req.batch_script().empty()) {
+    // slurmd spooled it; slurmstepd (root) vouches for the path.
+    v1::BindMount m;
+    m.set_source(req.batch_script());
+    m.set_target(req.batch_script());
+    m.set_readonly(true);
+    in.mounts.push_back(m);
   }
   v1::CreateStepResponse out;
   if (!req.job_workdir().empty()) {
@@ -88,31 +195,61 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
 
   auto config = images_.ensure(image);
   if (!config) return Error{config.error()};
+  out.set_image(image);
   for (const std::string& e : config->env) out.add_image_env(e);
   out.set_image_workdir(config->working_dir);
   for (const std::string& e : config->entrypoint) out.add_entrypoint(e);
   for (const std::string& c : config->cmd) out.add_cmd(c);
+  if (req.entrypoint()) in.entrypoint = config->entrypoint;
 
-  auto lock = lock_job(req.job_id());
+  auto lock = lock_job(scope.job_id);
+  if (named) {
+    // Another step of the job may have made it while the image was pulled.
+    auto r = use_named();
+    if (!r) return Error{r.error()};
+    if (*r) return finish(**r, "joined named");
+  }
   cri::PodSandboxConfig sandbox_config = build_sandbox_config(in.job, settings_.node);
   auto sandbox = find_or_run_sandbox(in.job, sandbox_config);
   if (!sandbox) return Error{sandbox.error()};
 
+  std::string key = std::to_string(scope.job_id) + "." + (named ? std::to_string(req.uid()) + "." + req.name()
+                                                                : labels::step_name(req.step_id()));
+  if (tmpfs_count) {
+    auto dirs = make_tmpfs(kTmpfsBase, key, tmpfs_count, req.uid(), req.gid());
+    if (!dirs) return Error{dirs.error()};
+    in.tmpfs_root = std::string(kTmpfsBase) + "/" + key;
+    size_t i = 0;
+    for (const v1::BindMount& m : req.mounts())
+      if (m.tmpfs()) in.tmpfs.emplace_back((*dirs)[i++], m.target());
+  }
+  if (req.entrypoint_log() && !in.entrypoint.empty()) {
+    auto path = entrypoint_log_path(key);
+    if (!path) return Error{path.error()};
+    in.log_path = *path;
+  }
+
   // Undo the container this call made; the sandbox is the job's and goes with it.
   v1::ReleaseResponse undo;
   auto cleanup = [&](const std::string& container_id) {
-    if (container_id.empty()) return;
     cri::Container c;
     c.set_id(container_id);
+    if (!in.tmpfs_root.empty()) (*c.mutable_labels())[labels::kTmpfs] = in.tmpfs_root;
+    if (container_id.empty()) {
+      if (!in.tmpfs_root.empty()) remove_tmpfs(in.tmpfs_root);
+      return;
+    }
     (void)remove_containers({c}, undo);
   };
 
-  Labels step_sel = job_selector(req.job_id());
-  step_sel[labels::kStep] = std::to_string(req.step_id());
-  if (auto stale = cri_.list_containers(step_sel); stale && !stale->empty()) {
-    log_warn("removing " + std::to_string(stale->size()) + " stale container(s) of " +
-             job_text(req.job_id(), req.step_id()));
-    (void)remove_containers(*stale, undo);
+  if (!named) {
+    Labels step_sel = job_selector(req.job_id());
+    step_sel[labels::kStep] = std::to_string(req.step_id());
+    if (auto stale = cri_.list_containers(step_sel); stale && !stale->empty()) {
+      log_warn("removing " + std::to_string(stale->size()) + " stale container(s) of " +
+               job_text(req.job_id(), req.step_id()));
+      (void)remove_containers(*stale, undo);
+    }
   }
 
   auto id = cri_.create_container(sandbox->id(), build_step_container(in, settings_.node), sandbox_config);
@@ -131,20 +268,32 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     cleanup(*id);
     return fail("the step's container did not start: " + pid.error());
   }
+  if (!in.entrypoint.empty()) {
+    // The entrypoint runs first and, when done, execs its arguments: the holder.
+    auto ran = await_holder(*pid, settings_.entrypoint_timeout);
+    if (!in.log_path.empty()) out.set_entrypoint_log(read_cri_log(in.log_path));
+    if (!ran) {
+      cleanup(*id);
+      return fail("the image's entrypoint " + join(in.entrypoint, " ") + " " + ran.error() +
+                  (out.entrypoint_log().empty() ? "" : "; its output: " + out.entrypoint_log()));
+    }
+    auto env = holder_environment(*pid);
+    if (!env) {
+      cleanup(*id);
+      return fail("cannot read the environment the entrypoint left: " + env.error());
+    }
+    out.clear_image_env();
+    for (const std::string& e : *env) out.add_image_env(e);
+  }
   // A slurmstepd that gave up waiting (or died) will never use nor release this.
-  if (req.stepd_pid() > 0 && kill(req.stepd_pid(), 0) != 0 && errno == ESRCH) {
+  if (!named && req.stepd_pid() > 0 && kill(req.stepd_pid(), 0) != 0 && errno == ESRCH) {
     cleanup(*id);
     return fail("slurmstepd " + std::to_string(req.stepd_pid()) + " exited while its container was made");
   }
   out.set_holder_pid(*pid);
   out.set_container_id(*id);
   out.set_sandbox_id(sandbox->id());
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-  out.set_setup_ms(static_cast<uint32_t>(ms));
-  created++;
-  log_info("created container " + id->substr(0, 12) + " for " + job_text(req.job_id(), req.step_id()) + " (uid " +
-           std::to_string(req.uid()) + ", " + image + ") in " + std::to_string(ms) + " ms");
-  return out;
+  return finish(out, named ? "created named" : "created");
 }
 
 Status StepManager::remove_containers(const std::vector<cri::Container>& containers, v1::ReleaseResponse& out) {
@@ -159,6 +308,7 @@ Status StepManager::remove_containers(const std::vector<cri::Container>& contain
       continue;
     }
     out.set_removed_containers(out.removed_containers() + 1);
+    if (auto it = c.labels().find(labels::kTmpfs); it != c.labels().end()) remove_tmpfs(it->second);
   }
   return result;
 }
@@ -231,6 +381,7 @@ Result<v1::ListResponse> StepManager::list(uint32_t job_id, int64_t only_uid) {
     s->set_sandbox_id(c.pod_sandbox_id());
     s->set_state(cri::ContainerState_Name(c.state()));
     s->set_created_at_ns(c.created_at());
+    s->set_name(label(labels::kName));
   }
   return out;
 }

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,6 +22,7 @@ struct StepSettings {
   NodeSettings node;
   std::string runtime_handler;
   int64_t stop_timeout_s = 2;
+  std::chrono::seconds entrypoint_timeout{60};
 };
 
 class StepManager {
@@ -46,6 +49,10 @@ class StepManager {
  private:
   Result<cri::PodSandbox> find_or_run_sandbox(const JobIdentity& job, const cri::PodSandboxConfig& config);
   Labels job_selector(uint32_t job_id) const;
+  // The running container of that name and user in scope (job, or 0: global);
+  // others of that name are leftovers and removed.
+  Result<std::optional<cri::Container>> find_named(const JobIdentity& scope, const std::string& name);
+  Result<v1::CreateStepResponse> attach(const cri::Container& c, const v1::CreateStepRequest& req);
 
   CriClient& cri_;
   ImageStore& images_;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -48,6 +49,14 @@ Result<std::string> resolve_as_user(const UserCreds& creds, const std::string& p
   });
   worker.join();
   return result;
+}
+
+Result<std::string> home_of(uint32_t uid) {
+  struct passwd pw, *found = nullptr;
+  std::vector<char> buf(16384);
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || !found || !pw.pw_dir || pw.pw_dir[0] != '/')
+    return fail("uid " + std::to_string(uid) + " has no home directory in the password database");
+  return std::string(pw.pw_dir);
 }
 
 }  // namespace crisp

@@ -20,4 +20,7 @@ struct UserCreds {
 // read it (and search it, for a directory). Returns the resolved path.
 Result<std::string> resolve_as_user(const UserCreds& creds, const std::string& path);
 
+// The user's home directory, from the password database.
+Result<std::string> home_of(uint32_t uid);
+
 }  // namespace crisp

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <map>
 
 #include "common/strings.h"
@@ -49,6 +50,44 @@ std::vector<EnvEdit> merge_env(const std::vector<std::string>& image_env,
   for (const auto& [name, value] : job)
     if (starts_with(name, "LD_") && !image.count(name) && !kept(name)) edits.push_back({name, std::nullopt});
   return edits;
+}
+
+std::vector<EnvEdit> pytorch_env(const std::vector<std::string>& image_env, const std::vector<std::string>& job_env) {
+  auto image = to_map(image_env);
+  auto job = to_map(job_env);
+  std::vector<EnvEdit> edits;
+  if (!image.count("PYTORCH_VERSION")) return edits;
+  auto set_from = [&](const char* name, const std::optional<std::string>& value) {
+    if (!image.count(name) && value && !value->empty()) edits.push_back({name, *value});
+  };
+  auto job_value = [&](const char* name) -> std::optional<std::string> {
+    auto it = job.find(name);
+    if (it == job.end()) return std::nullopt;
+    return it->second;
+  };
+  set_from("RANK", job_value("SLURM_PROCID"));
+  set_from("LOCAL_RANK", job_value("SLURM_LOCALID"));
+  set_from("WORLD_SIZE", job_value("SLURM_NTASKS"));
+  if (auto nodes = job_value("SLURM_STEP_NODELIST")) set_from("MASTER_ADDR", first_host(*nodes));
+  if (auto id = job_value("SLURM_JOB_ID")) {
+    char* end = nullptr;
+    unsigned long job_id = std::strtoul(id->c_str(), &end, 10);
+    if (end && !*end) set_from("MASTER_PORT", std::to_string(49152 + job_id % 16384));
+  }
+  return edits;
+}
+
+std::string first_host(std::string_view hostlist) {
+  size_t end = hostlist.find_first_of(",[");
+  std::string prefix(hostlist.substr(0, end));
+  if (end == std::string_view::npos || hostlist[end] == ',') return prefix;
+  // "prefix[a-b,c]suffix": the first range's first number, zero padding kept.
+  size_t close = hostlist.find(']', end);
+  if (close == std::string_view::npos) return prefix;
+  std::string_view ranges = hostlist.substr(end + 1, close - end - 1);
+  std::string_view first = ranges.substr(0, ranges.find_first_of(",-"));
+  size_t suffix_end = hostlist.find(',', close);
+  return prefix + std::string(first) + std::string(hostlist.substr(close + 1, suffix_end == std::string_view::npos ? std::string_view::npos : suffix_end - close - 1));
 }
 
 Result<std::vector<std::string>> parse_env_names(std::string_view text) {

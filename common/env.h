@@ -27,6 +27,15 @@ std::vector<EnvEdit> merge_env(const std::vector<std::string>& image_env,
                                const std::vector<std::string>& job_env,
                                const std::vector<std::string>& keep);
 
+// For images that set PYTORCH_VERSION, torch.distributed's variables from
+// Slurm's, as enroot's PyTorch hook (which Pyxis sites enable) sets them:
+// RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR (the step's first node) and
+// MASTER_PORT (49152 + job id % 16384); a name the image sets is left alone.
+std::vector<EnvEdit> pytorch_env(const std::vector<std::string>& image_env, const std::vector<std::string>& job_env);
+
+// The first host of a Slurm host list: "gpu[07-09,12],cpu1" -> "gpu07".
+std::string first_host(std::string_view hostlist);
+
 // --container-env: NAME[,NAME...]
 Result<std::vector<std::string>> parse_env_names(std::string_view text);
 

@@ -13,7 +13,7 @@ constexpr std::array<std::string_view, 6> kPropagations = {"private", "rprivate"
 
 Error bad(std::string_view entry, const std::string& why) {
   return fail("invalid --container-mounts entry '" + std::string(entry) + "': " + why +
-              " (expected SRC[:DST[:FLAGS]], FLAGS among ro, rw, [r]private, [r]slave, [r]shared joined by '+')");
+              " (expected SRC[:DST[:FLAGS]], SRC a path or tmpfs, FLAGS among ro, rw, [r]private, [r]slave, [r]shared joined by '+')");
 }
 
 Result<std::string> check_path(std::string_view entry, std::string_view what, std::string_view path) {
@@ -43,9 +43,19 @@ Result<std::vector<MountSpec>> parse_mounts(std::string_view text) {
     if (fields.size() > 3) return bad(entry, "too many ':'");
 
     MountSpec m;
-    auto src = check_path(entry, "source", fields[0]);
-    if (!src) return Error{src.error()};
-    m.source = *src;
+    if (fields[0] == "tmpfs") {
+      if (fields.size() < 2) return bad(entry, "a tmpfs needs a destination (tmpfs:DST)");
+      m.tmpfs = true;
+    } else if (fields[0] == "umount") {
+      return bad(entry, "the 'umount' source is not supported by crisp");
+    } else if (!fields[0].empty() && fields[0].front() == '.') {
+      m.source = fields[0];  // made absolute on the node, against the job's working directory
+      if (fields.size() < 2) return bad(entry, "a relative source needs an absolute destination");
+    } else {
+      auto src = check_path(entry, "source", fields[0]);
+      if (!src) return Error{src.error()};
+      m.source = *src;
+    }
     auto dst = check_path(entry, "destination", fields.size() > 1 ? fields[1] : fields[0]);
     if (!dst) return Error{dst.error()};
     m.target = *dst;
@@ -71,6 +81,11 @@ Result<std::vector<MountSpec>> parse_mounts(std::string_view text) {
     mounts.push_back(std::move(m));
   }
   return mounts;
+}
+
+MountSpec resolve_relative(MountSpec m, const std::string& workdir) {
+  if (!m.tmpfs && !m.source.empty() && m.source.front() == '.') m.source = workdir + "/" + m.source;
+  return m;
 }
 
 }  // namespace crisp

@@ -1,4 +1,6 @@
 // --container-mounts: SRC[:DST[:FLAGS]][,...], FLAGS joined by '+' as in Pyxis.
+// SRC is an absolute path, a path relative to the job's working directory
+// (starting with '.'), or "tmpfs" (a fresh tmpfs at DST).
 #pragma once
 
 #include <string>
@@ -10,15 +12,19 @@
 namespace crisp {
 
 struct MountSpec {
-  std::string source;
+  std::string source;  // empty for a tmpfs
   std::string target;
   bool readonly = false;
   std::string propagation;  // empty: the runtime's default (rprivate)
+  bool tmpfs = false;
 
   bool operator==(const MountSpec&) const = default;
 };
 
 Result<std::vector<MountSpec>> parse_mounts(std::string_view text);
+
+// Relative sources made absolute against the job's working directory.
+MountSpec resolve_relative(MountSpec m, const std::string& workdir);
 
 // Lexically normalized absolute path ("a//b/./c/" -> "a/b/c"); ".." is rejected by callers.
 std::string normalize_path(std::string_view path);

@@ -26,4 +26,13 @@ std::string errno_text(int err) {
   return strerror_r(err, buf, sizeof buf);
 }
 
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
 }  // namespace crisp

@@ -2,7 +2,10 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,7 +14,39 @@
 
 #include "common/strings.h"
 
+// glibc 2.36's <sys/mount.h> and <linux/mount.h> clash; the syscalls need only these.
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+
 namespace crisp {
+namespace {
+
+Status write_file(const std::string& path, const std::string& text) {
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return fail("cannot open " + path + ": " + errno_text(errno));
+  ssize_t n = write(fd, text.data(), text.size());
+  int err = errno;
+  close(fd);
+  if (n != static_cast<ssize_t>(text.size())) return fail("cannot write " + path + ": " + errno_text(err));
+  return Ok{};
+}
+
+Status make_dirs(const std::string& path) {
+  std::string partial;
+  for (const std::string& part : split(path, '/')) {
+    if (part.empty()) continue;
+    partial += "/" + part;
+    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+      return fail("cannot create " + partial + " in the container: " + errno_text(errno));
+  }
+  return Ok{};
+}
+
+}  // namespace
 
 Result<int> open_holder_mount_ns(int holder_pid, const char* holder_path_inside) {
   std::string proc = "/proc/" + std::to_string(holder_pid);
@@ -31,6 +66,51 @@ Status join_mount_ns(int ns_fd) {
   if (setns(ns_fd, CLONE_NEWNS) != 0) return fail("cannot enter the container: setns: " + errno_text(errno));
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail("prctl(PR_SET_NO_NEW_PRIVS): " + errno_text(errno));
   return Ok{};
+}
+
+}  // namespace crisp
+
+namespace crisp {
+
+Result<int> clone_host_tree(const std::string& path) {
+  int fd = static_cast<int>(
+      syscall(SYS_open_tree, AT_FDCWD, path.c_str(), OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE));
+  if (fd < 0) return fail("cannot take " + path + " into the container: open_tree: " + errno_text(errno));
+  return fd;
+}
+
+Status attach_tree(int tree_fd, const std::string& target) {
+  // Every task of the step arrives here; the first attaches, the others find it
+  // there. Each opens the namespace itself: a lock on a shared fd would not exclude.
+  int lock_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+  if (lock_fd < 0) return fail("cannot open the container's mount namespace: " + errno_text(errno));
+  if (flock(lock_fd, LOCK_EX) != 0) {
+    int err = errno;
+    close(lock_fd);
+    return fail("flock " + target + ": " + errno_text(err));
+  }
+  struct stat want {}, have {};
+  Status result = Ok{};
+  if (fstat(tree_fd, &want) != 0) {
+    result = fail("fstat " + target + ": " + errno_text(errno));
+  } else if (stat(target.c_str(), &have) == 0 && have.st_dev == want.st_dev && have.st_ino == want.st_ino) {
+    // already attached by another task
+  } else if (auto s = make_dirs(target); !s) {
+    result = s;
+  } else if (syscall(SYS_move_mount, tree_fd, "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+    result = fail("cannot mount " + target + " in the container: move_mount: " + errno_text(errno));
+  }
+  close(lock_fd);  // releases the lock
+  return result;
+}
+
+Status remap_to_root(uint32_t uid, uint32_t gid) {
+  if (unshare(CLONE_NEWUSER) != 0)
+    return fail("--container-remap-root needs unprivileged user namespaces, which this node does not allow (" +
+                errno_text(errno) + "); run without it or ask your administrator");
+  if (auto s = write_file("/proc/self/setgroups", "deny"); !s) return s;
+  if (auto s = write_file("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1\n"); !s) return s;
+  return write_file("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1\n");
 }
 
 }  // namespace crisp

@@ -2,6 +2,9 @@
 // slurmstepd so every task joins the same one.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include "common/result.h"
 
 namespace crisp {
@@ -12,5 +15,18 @@ Result<int> open_holder_mount_ns(int holder_pid, const char* holder_path_inside)
 
 // setns() into it, then no_new_privs so setuid files in the image grant nothing.
 Status join_mount_ns(int ns_fd);
+
+}  // namespace crisp
+
+namespace crisp {
+
+// A host directory carried into the container after it was made (PMIx's
+// server directory appears only once slurmstepd forks the tasks): cloned in
+// the host's mount namespace, then attached at the same path once inside.
+Result<int> clone_host_tree(const std::string& path);
+Status attach_tree(int tree_fd, const std::string& target);
+
+// --container-remap-root: an unprivileged user namespace mapping the user to 0.
+Status remap_to_root(uint32_t uid, uint32_t gid);
 
 }  // namespace crisp

@@ -1,4 +1,6 @@
 // srun, sbatch and salloc: validate everything before the job is submitted.
+#include <cstdlib>
+
 #include "spank/contexts.h"
 #include "spank/seam.h"
 
@@ -10,16 +12,22 @@ PluginState& plugin_state() {
 }
 
 int local_init_post_opt(spank_t) {
-  auto opts = validate_options(plugin_state().raw);
+  PluginState& ps = plugin_state();
+  auto from_env = [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (!v) return std::nullopt;
+    return std::string(v);
+  };
+  if (auto s = apply_environment(ps.raw, from_env); !s) {
+    seam::user_error(s.error());
+    return -1;
+  }
+  auto opts = validate_options(ps.raw, ps.config);
   if (!opts) {
     seam::user_error(opts.error());
     return -1;
   }
   for (const std::string& w : opts->warnings) seam::user_error(w);
-  if (opts->active && spank_context() == S_CTX_ALLOCATOR) {
-    seam::user_error("--container-image is not supported on sbatch or salloc yet: put it on the srun lines of the job");
-    return -1;
-  }
   return 0;
 }
 

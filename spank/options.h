@@ -1,7 +1,10 @@
-// The --container-* options: raw values as Slurm hands them to the callbacks,
-// and their validation, shared by every context. Pure: no SPANK calls here.
+// The --container-* options: raw values as Slurm hands them to the callbacks
+// (or as PYXIS_CONTAINER_* / CRISP_CONTAINER_* variables give them), their
+// validation, and the plugstack.conf arguments. Pure: no SPANK calls here.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,29 +16,59 @@
 
 namespace crisp {
 
+// One user-visible option. key names its value in RawOptions; a flag stores
+// flag_value ("1", or "0" for its --no- form).
+struct OptionDef {
+  const char* name;     // without the leading "--"
+  const char* key;      // also the variable's suffix: PYXIS_CONTAINER_<KEY>
+  const char* arginfo;  // nullptr for a flag
+  const char* flag_value;
+  const char* usage;
+};
+const std::vector<OptionDef>& option_defs();
+
 struct RawOptions {
-  std::optional<std::string> image, mounts, workdir, env;
+  std::map<std::string, std::string> values;  // by OptionDef::key
 };
 
-struct ContainerOptions {
-  bool active = false;  // false: no --container-image, the step runs on the host
-  ImageRef image;
-  std::vector<MountSpec> mounts;
-  std::string workdir;
-  std::vector<std::string> env_names;
-  std::vector<std::string> warnings;  // options given without an image
-};
+// --container-name's modes, as in Pyxis.
+enum class NameMode { kAuto, kCreate, kExec, kNoExec };
 
-Result<ContainerOptions> validate_options(const RawOptions& raw);
-
-// Checks one option's value alone, as its callback receives it.
-Status validate_option(const std::string& name, const std::string& value);
-
-// plugstack.conf arguments: key=value.
 struct PluginConfig {
   std::string socket = kDefaultSocket;
   int timeout_s = 1800;  // covers a cold pull of a large image
+  bool execute_entrypoint = false;
+  bool global_scope = false;  // container_scope=global: named containers outlive the job
+  bool sbatch_support = true;
+  bool mount_workdir = true;  // bind-mount the job's working directory
 };
+
+struct ContainerOptions {
+  bool active = false;  // false: neither image nor name, the step runs on the host
+  std::optional<ImageRef> image;
+  std::vector<MountSpec> mounts;
+  std::string workdir;
+  std::vector<std::string> env_names;
+  std::string name;  // empty: the container goes with the step
+  NameMode mode = NameMode::kAuto;
+  bool mount_home = false;
+  bool remap_root = false;
+  bool entrypoint = false;
+  bool entrypoint_log = false;
+  bool readonly = false;
+  std::vector<std::string> warnings;  // options given without an image or name
+};
+
+// Fills the options not given on the command line from CRISP_CONTAINER_<KEY>,
+// then PYXIS_CONTAINER_<KEY>; the command line wins.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+Status apply_environment(RawOptions& raw, const EnvLookup& lookup);
+
+Result<ContainerOptions> validate_options(const RawOptions& raw, const PluginConfig& config);
+
+// Checks one option's value alone, as its callback receives it.
+Status validate_option(const std::string& key, const std::string& value);
+
 Result<PluginConfig> parse_plugin_args(const std::vector<std::string>& args);
 
 }  // namespace crisp

@@ -19,35 +19,29 @@ SPANK_PLUGIN(crisp, 1)
 
 namespace {
 
-enum OptionId { kImage = 1, kMounts, kWorkdir, kEnv };
-
 int on_option(int val, const char* optarg, int remote);
 
-struct spank_option g_options[] = {
-    {const_cast<char*>("container-image"), const_cast<char*>("[USER@][REGISTRY#]IMAGE[:TAG]|REGISTRY/IMAGE[:TAG]"),
-     const_cast<char*>("[crisp] the image to run the step's tasks in"), 1, kImage, on_option},
-    {const_cast<char*>("container-mounts"), const_cast<char*>("SRC[:DST[:FLAGS]][,...]"),
-     const_cast<char*>("[crisp] bind mounts into the container; FLAGS: ro, rw, [r]private, [r]slave, [r]shared"), 1,
-     kMounts, on_option},
-    {const_cast<char*>("container-workdir"), const_cast<char*>("PATH"),
-     const_cast<char*>("[crisp] working directory inside the container"), 1, kWorkdir, on_option},
-    {const_cast<char*>("container-env"), const_cast<char*>("NAME[,NAME...]"),
-     const_cast<char*>("[crisp] job environment variables that override the image's"), 1, kEnv, on_option},
-};
+// Built from option_defs(): val is the index of the option there.
+std::vector<spank_option>& option_table() {
+  static std::vector<spank_option> opts = [] {
+    std::vector<spank_option> out;
+    const auto& defs = crisp::option_defs();
+    for (size_t i = 0; i < defs.size(); ++i)
+      out.push_back({const_cast<char*>(defs[i].name), const_cast<char*>(defs[i].arginfo),
+                     const_cast<char*>(defs[i].usage), defs[i].arginfo ? 1 : 0, static_cast<int>(i), on_option});
+    return out;
+  }();
+  return opts;
+}
 
 int on_option(int val, const char* optarg, int /*remote*/) {
-  auto& raw = crisp::plugin_state().raw;
-  std::optional<std::string>* slot = val == kImage    ? &raw.image
-                                     : val == kMounts ? &raw.mounts
-                                     : val == kWorkdir ? &raw.workdir
-                                                       : &raw.env;
-  const char* name = g_options[val - 1].name;
-  std::string value = optarg ? optarg : "";
-  if (auto s = crisp::validate_option(name, value); !s) {
+  const crisp::OptionDef& d = crisp::option_defs().at(static_cast<size_t>(val));
+  std::string value = d.arginfo ? (optarg ? optarg : "") : d.flag_value;
+  if (auto s = crisp::validate_option(d.key, value); !s) {
     crisp::seam::user_error(s.error());
     return -1;
   }
-  *slot = value;
+  crisp::plugin_state().raw.values[d.key] = value;
   return 0;
 }
 
@@ -70,15 +64,18 @@ bool load_config(int ac, char** av) {
 extern "C" {
 
 __attribute__((visibility("default"))) int slurm_spank_init(spank_t sp, int ac, char** av) {
+  if (!load_config(ac, av)) return -1;
   spank_context_t ctx = spank_context();
-  if (ctx == S_CTX_LOCAL || ctx == S_CTX_REMOTE || ctx == S_CTX_ALLOCATOR) {
-    for (auto& opt : g_options)
+  // sbatch_support=0 leaves sbatch and salloc without the options, as in Pyxis.
+  bool allocator = ctx == S_CTX_ALLOCATOR && crisp::plugin_state().config.sbatch_support;
+  if (ctx == S_CTX_LOCAL || ctx == S_CTX_REMOTE || allocator) {
+    for (auto& opt : option_table())
       if (spank_option_register(sp, &opt) != ESPANK_SUCCESS) {
         crisp::seam::user_error(std::string("cannot register --") + opt.name);
         return -1;
       }
   }
-  return load_config(ac, av) ? 0 : -1;
+  return 0;
 }
 
 __attribute__((visibility("default"))) int slurm_spank_init_post_opt(spank_t sp, int, char**) {

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <optional>
 
 #include "common/client.h"
 #include "common/env.h"
@@ -53,9 +54,23 @@ int fail_task(spank_t sp, const std::string& message) {
 
 }  // namespace
 
+std::optional<std::string> env_value(const std::vector<std::string>& env, const std::string& name) {
+  for (const std::string& kv : env)
+    if (kv.size() > name.size() && kv[name.size()] == '=' && kv.compare(0, name.size(), name) == 0)
+      return kv.substr(name.size() + 1);
+  return std::nullopt;
+}
+
 int remote_init_post_opt(spank_t sp) {
   StepState& st = step_state();
-  auto opts = validate_options(plugin_state().raw);
+  PluginState& ps = plugin_state();
+  std::vector<std::string> env = seam::job_env(sp);
+  if (auto s = apply_environment(ps.raw, [&](const std::string& n) { return env_value(env, n); }); !s) {
+    st.active = true;
+    st.error = s.error();
+    return 0;
+  }
+  auto opts = validate_options(ps.raw, ps.config);
   if (!opts) {
     st.active = true;
     st.error = opts.error();
@@ -74,8 +89,8 @@ int remote_init_post_opt(spank_t sp) {
   st.step = *step;
 
   v1::Request req;
-  *req.mutable_create_step() = build_create_request(st.step, st.opts);
-  auto resp = call_agent(plugin_state().config.socket, req, std::chrono::seconds(plugin_state().config.timeout_s));
+  *req.mutable_create_step() = build_create_request(st.step, st.opts, ps.config);
+  auto resp = call_agent(ps.config.socket, req, std::chrono::seconds(ps.config.timeout_s));
   if (!resp) {
     st.error = resp.error();
     seam::daemon_log("job " + std::to_string(st.step.job_id) + " step " + std::to_string(st.step.step_id) + ": " +
@@ -93,7 +108,8 @@ int remote_init_post_opt(spank_t sp) {
   }
   st.ns_fd = *fd;
   seam::daemon_log("completed container setup in " + std::to_string(st.container.setup_ms()) + " ms (" +
-                   st.opts.image.canonical() + ")");
+                   st.container.image() + (st.container.attached() ? ", joined named container " + st.opts.name : "") +
+                   ")");
   return 0;
 }
 
@@ -101,10 +117,27 @@ int remote_task_init_privileged(spank_t sp) {
   StepState& st = step_state();
   if (!st.active) return 0;
   if (!st.error.empty()) return fail_task(sp, st.error);
-  if (auto s = join_mount_ns(st.ns_fd); !s) return fail_task(sp, s.error());
+  // PMIx's server directory exists only now that slurmstepd forks the tasks.
+  std::optional<std::string> pmix_dir = env_value(seam::job_env(sp), "PMIX_SERVER_TMPDIR");
+  int tree_fd = -1;
+  if (pmix_dir) {
+    auto t = clone_host_tree(*pmix_dir);
+    if (!t) return fail_task(sp, t.error());
+    tree_fd = *t;
+  }
+  Status joined = join_mount_ns(st.ns_fd);
+  if (joined && tree_fd >= 0) joined = attach_tree(tree_fd, *pmix_dir);
+  if (tree_fd >= 0) close(tree_fd);
+  if (!joined) return fail_task(sp, joined.error());
   // This task is inside now; the user's process has no use for the fd.
   close(st.ns_fd);
   st.ns_fd = -1;
+  if (seam::local_task_id(sp) == 0) {
+    if (st.container.attached() && !st.opts.mounts.empty())
+      seam::user_error("--container-mounts not applied: the step joined the existing container " + st.opts.name +
+                       ", which keeps the mounts it was created with");
+    if (!st.container.entrypoint_log().empty()) seam::user_output(st.container.entrypoint_log());
+  }
   return 0;
 }
 
@@ -112,7 +145,9 @@ int remote_task_init(spank_t sp) {
   StepState& st = step_state();
   if (!st.active) return 0;
   std::vector<std::string> image_env(st.container.image_env().begin(), st.container.image_env().end());
-  std::vector<EnvEdit> edits = merge_env(image_env, seam::job_env(sp), st.opts.env_names);
+  std::vector<std::string> job_env = seam::job_env(sp);
+  std::vector<EnvEdit> edits = merge_env(image_env, job_env, st.opts.env_names);
+  for (EnvEdit& e : pytorch_env(image_env, job_env)) edits.push_back(std::move(e));
 
   std::string dir = st.opts.workdir;
   if (dir.empty() && !st.container.job_workdir_mounted() && !st.container.image_workdir().empty())
@@ -123,6 +158,9 @@ int remote_task_init(spank_t sp) {
     edits.push_back({"PWD", dir});
   }
   if (auto s = seam::apply_env(sp, edits); !s) return fail_task(sp, s.error());
+  // Last: the user namespace leaves this task no rights over slurmstepd's setup.
+  if (st.opts.remap_root)
+    if (auto s = remap_to_root(st.step.uid, st.step.gid); !s) return fail_task(sp, s.error());
   return 0;
 }
 

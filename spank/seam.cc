@@ -48,6 +48,12 @@ Result<StepContext> read_step(spank_t sp) {
   s.user = user_name(s.uid);
   s.workdir = job_workdir_from_env(job_env(sp));
   s.stepd_pid = getpid();
+  // Slurm's SLURM_BATCH_SCRIPT step runs the spooled script, argv[0].
+  constexpr uint32_t kBatchStep = 0xfffffffb;
+  int argc = 0;
+  char** argv = nullptr;
+  if (s.step_id == kBatchStep && spank_get_item(sp, S_JOB_ARGV, &argc, &argv) == ESPANK_SUCCESS && argc > 0)
+    s.batch_script = argv[0];
   return s;
 }
 
@@ -77,11 +83,12 @@ Status apply_env(spank_t sp, const std::vector<EnvEdit>& edits) {
   return Ok{};
 }
 
-void user_error(const std::string& message) {
-  std::string line = "crisp: " + message + "\n";
-  // One write keeps the line whole when several tasks report at once.
-  if (write(STDERR_FILENO, line.data(), line.size()) < 0) return;
+void user_output(const std::string& text) {
+  // One write keeps a line whole when several tasks report at once.
+  if (write(STDERR_FILENO, text.data(), text.size()) < 0) return;
 }
+
+void user_error(const std::string& message) { user_output("crisp: " + message + "\n"); }
 
 void daemon_log(const std::string& message) { slurm_info("crisp: %s", message.c_str()); }
 

@@ -21,6 +21,8 @@ Result<uint32_t> job_id(spank_t sp);
 
 // The one line a user sees for an error they can fix.
 void user_error(const std::string& message);
+// Output the user asked for (the entrypoint's log), on the task's stderr.
+void user_output(const std::string& text);
 // Logged by the Slurm daemon we run in (slurmd's or slurmstepd's log).
 void daemon_log(const std::string& message);
 

@@ -4,7 +4,8 @@
 
 namespace crisp {
 
-v1::CreateStepRequest build_create_request(const StepContext& step, const ContainerOptions& opts) {
+v1::CreateStepRequest build_create_request(const StepContext& step, const ContainerOptions& opts,
+                                           const PluginConfig& config) {
   v1::CreateStepRequest req;
   req.set_job_id(step.job_id);
   req.set_step_id(step.step_id);
@@ -12,16 +13,29 @@ v1::CreateStepRequest build_create_request(const StepContext& step, const Contai
   req.set_gid(step.gid);
   for (uint32_t g : step.groups) req.add_supplementary_gids(g);
   req.set_user(step.user);
-  req.set_image(opts.image.canonical());
-  for (const MountSpec& m : opts.mounts) {
+  if (opts.image) req.set_image(opts.image->canonical());
+  for (const MountSpec& spec : opts.mounts) {
+    MountSpec m = resolve_relative(spec, step.workdir);
     v1::BindMount* b = req.add_mounts();
+    b->set_tmpfs(m.tmpfs);
     b->set_source(m.source);
     b->set_target(m.target);
     b->set_readonly(m.readonly);
     b->set_propagation(m.propagation);
   }
-  req.set_job_workdir(step.workdir);
+  if (config.mount_workdir) req.set_job_workdir(step.workdir);
   req.set_stepd_pid(step.stepd_pid);
+  req.set_name(opts.name);
+  req.set_name_mode(opts.mode == NameMode::kCreate  ? v1::NAME_CREATE
+                    : opts.mode == NameMode::kExec  ? v1::NAME_EXEC
+                    : opts.mode == NameMode::kNoExec ? v1::NAME_NO_EXEC
+                                                     : v1::NAME_AUTO);
+  req.set_global_scope(config.global_scope);
+  req.set_readonly_rootfs(opts.readonly);
+  req.set_mount_home(opts.mount_home);
+  req.set_entrypoint(opts.entrypoint);
+  req.set_entrypoint_log(opts.entrypoint_log);
+  req.set_batch_script(step.batch_script);
   return req;
 }
 

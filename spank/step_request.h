@@ -20,9 +20,11 @@ struct StepContext {
   std::string user;
   std::string workdir;  // the job's working directory on the node
   int32_t stepd_pid = 0;
+  std::string batch_script;  // the batch step's spooled script; empty for other steps
 };
 
-v1::CreateStepRequest build_create_request(const StepContext& step, const ContainerOptions& opts);
+v1::CreateStepRequest build_create_request(const StepContext& step, const ContainerOptions& opts,
+                                           const PluginConfig& config);
 
 // The job's working directory from its environment: srun exports PWD as the
 // directory the tasks start in.

@@ -6,69 +6,165 @@
 
 namespace {
 
+crisp::RawOptions raw_of(std::map<std::string, std::string> v) { return crisp::RawOptions{std::move(v)}; }
+const crisp::PluginConfig kDefaults;
+
 TEST(Options, NoImageMeansHostAndWarnsAboutTheRest) {
-  crisp::RawOptions raw;
-  raw.mounts = "/a";
-  raw.env = "X";
-  auto r = crisp::validate_options(raw);
+  auto r = crisp::validate_options(raw_of({{"MOUNTS", "/a"}, {"ENV", "X"}, {"REMAP_ROOT", "1"}}), kDefaults);
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->active);
-  ASSERT_EQ(r->warnings.size(), 2u);
+  ASSERT_EQ(r->warnings.size(), 3u);
   EXPECT_EQ(r->warnings[0], "--container-mounts is ignored without --container-image");
+  EXPECT_EQ(r->warnings[2], "--container-remap-root is ignored without --container-image");
 }
 
 TEST(Options, FullSet) {
-  crisp::RawOptions raw{"127.0.0.1:5000/busybox", "/data:/data:ro", "/work", "A,B"};
-  auto r = crisp::validate_options(raw);
+  auto r = crisp::validate_options(raw_of({{"IMAGE", "127.0.0.1:5000/busybox"},
+                                           {"MOUNTS", "/data:/data:ro,tmpfs:/scratch,./in:/in"},
+                                           {"WORKDIR", "/work"},
+                                           {"ENV", "A,B"},
+                                           {"NAME", "dev:create"},
+                                           {"MOUNT_HOME", "1"},
+                                           {"REMAP_ROOT", "1"},
+                                           {"ENTRYPOINT", "1"},
+                                           {"ENTRYPOINT_LOG", "1"},
+                                           {"READONLY", "1"}}),
+                                   kDefaults);
   ASSERT_TRUE(r.ok()) << r.error();
   EXPECT_TRUE(r->active);
-  EXPECT_EQ(r->image.canonical(), "127.0.0.1:5000/busybox:latest");
-  ASSERT_EQ(r->mounts.size(), 1u);
+  EXPECT_EQ(r->image->canonical(), "127.0.0.1:5000/busybox:latest");
+  ASSERT_EQ(r->mounts.size(), 3u);
   EXPECT_TRUE(r->mounts[0].readonly);
+  EXPECT_TRUE(r->mounts[1].tmpfs);
+  EXPECT_EQ(r->mounts[2].source, "./in");
   EXPECT_EQ(r->workdir, "/work");
   EXPECT_EQ(r->env_names, (std::vector<std::string>{"A", "B"}));
+  EXPECT_EQ(r->name, "dev");
+  EXPECT_EQ(r->mode, crisp::NameMode::kCreate);
+  EXPECT_TRUE(r->mount_home && r->remap_root && r->entrypoint && r->entrypoint_log && r->readonly);
+}
+
+TEST(Options, NameAloneIsEnoughToAttach) {
+  auto r = crisp::validate_options(raw_of({{"NAME", "dev:exec"}}), kDefaults);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_TRUE(r->active);
+  EXPECT_FALSE(r->image.has_value());
+  EXPECT_EQ(r->mode, crisp::NameMode::kExec);
+}
+
+TEST(Options, ConflictsAndUnsupported) {
+  auto both = crisp::validate_options(raw_of({{"IMAGE", "busybox"}, {"WRITABLE", "1"}, {"READONLY", "1"}}), kDefaults);
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.error(), "--container-writable and --container-readonly conflict: give one of them");
+  auto log_alone = crisp::validate_options(raw_of({{"IMAGE", "busybox"}, {"ENTRYPOINT_LOG", "1"}}), kDefaults);
+  ASSERT_FALSE(log_alone.ok());
+  EXPECT_NE(log_alone.error().find("--container-entrypoint-log needs the entrypoint"), std::string::npos);
+  crisp::PluginConfig entry_on;
+  entry_on.execute_entrypoint = true;
+  EXPECT_TRUE(crisp::validate_options(raw_of({{"IMAGE", "busybox"}, {"ENTRYPOINT_LOG", "1"}}), entry_on).ok());
+  auto off = crisp::validate_options(raw_of({{"IMAGE", "busybox"}, {"ENTRYPOINT", "0"}}), entry_on);
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->entrypoint);
+  auto save = crisp::validate_option("SAVE", "/tmp/x.sqsh");
+  ASSERT_FALSE(save.ok());
+  EXPECT_NE(save.error().find("--container-save is not supported"), std::string::npos);
 }
 
 TEST(Options, EachOptionValidatedAlone) {
-  EXPECT_FALSE(crisp::validate_option("container-image", "Bad:Image:").ok());
-  EXPECT_FALSE(crisp::validate_option("container-mounts", "rel:/x").ok());
-  EXPECT_FALSE(crisp::validate_option("container-workdir", "relative").ok());
-  EXPECT_FALSE(crisp::validate_option("container-env", "A-B").ok());
-  EXPECT_TRUE(crisp::validate_option("container-workdir", "/tmp").ok());
+  EXPECT_FALSE(crisp::validate_option("IMAGE", "Bad:Image:").ok());
+  EXPECT_FALSE(crisp::validate_option("MOUNTS", "rel:/x").ok());
+  EXPECT_FALSE(crisp::validate_option("MOUNTS", "tmpfs").ok());
+  EXPECT_FALSE(crisp::validate_option("WORKDIR", "relative").ok());
+  EXPECT_FALSE(crisp::validate_option("ENV", "A-B").ok());
+  for (const char* bad : {"", ":auto", "a:bogus", "-x", "a/b", std::string(64, 'n').c_str()})
+    EXPECT_FALSE(crisp::validate_option("NAME", bad).ok()) << bad;
+  EXPECT_TRUE(crisp::validate_option("NAME", "my.container_1-a:no_exec").ok());
+  EXPECT_TRUE(crisp::validate_option("WORKDIR", "/tmp").ok());
+}
+
+TEST(Options, EnvironmentFillsWhatTheCommandLineLeaves) {
+  std::map<std::string, std::string> env = {{"PYXIS_CONTAINER_IMAGE", "pyxis/image"},
+                                            {"PYXIS_CONTAINER_WORKDIR", "/from-pyxis"},
+                                            {"CRISP_CONTAINER_WORKDIR", "/from-crisp"},
+                                            {"PYXIS_CONTAINER_REMAP_ROOT", "true"},
+                                            {"PYXIS_CONTAINER_ENV", "X"}};
+  auto lookup = [&](const std::string& n) -> std::optional<std::string> {
+    auto it = env.find(n);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+  crisp::RawOptions raw = raw_of({{"IMAGE", "cli/image"}});
+  ASSERT_TRUE(crisp::apply_environment(raw, lookup).ok());
+  EXPECT_EQ(raw.values["IMAGE"], "cli/image");  // the command line wins
+  EXPECT_EQ(raw.values["WORKDIR"], "/from-crisp");
+  EXPECT_EQ(raw.values["REMAP_ROOT"], "1");
+  EXPECT_EQ(raw.values["ENV"], "X");
+  env["PYXIS_CONTAINER_WRITABLE"] = "maybe";
+  crisp::RawOptions raw2;
+  auto bad = crisp::apply_environment(raw2, lookup);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error(), "PYXIS_CONTAINER_WRITABLE='maybe' must be 1 or 0");
+  env.erase("PYXIS_CONTAINER_WRITABLE");
+  env["PYXIS_CONTAINER_MOUNTS"] = "relative";
+  crisp::RawOptions raw3;
+  auto bad_mount = crisp::apply_environment(raw3, lookup);
+  ASSERT_FALSE(bad_mount.ok());
+  EXPECT_NE(bad_mount.error().find("(from PYXIS_CONTAINER_MOUNTS)"), std::string::npos);
 }
 
 TEST(PluginArgs, KnownKeysAndErrors) {
-  auto ok = crisp::parse_plugin_args({"socket=/run/x.sock", "timeout=60"});
-  ASSERT_TRUE(ok.ok());
+  auto ok = crisp::parse_plugin_args({"socket=/run/x.sock", "timeout=60", "execute_entrypoint=1",
+                                      "container_scope=global", "sbatch_support=0", "mount_workdir=no"});
+  ASSERT_TRUE(ok.ok()) << ok.error();
   EXPECT_EQ(ok->socket, "/run/x.sock");
   EXPECT_EQ(ok->timeout_s, 60);
+  EXPECT_TRUE(ok->execute_entrypoint);
+  EXPECT_TRUE(ok->global_scope);
+  EXPECT_FALSE(ok->sbatch_support);
+  EXPECT_FALSE(ok->mount_workdir);
   auto def = crisp::parse_plugin_args({});
   ASSERT_TRUE(def.ok());
   EXPECT_EQ(def->socket, "/run/crisp/crispd.sock");
-  for (std::vector<std::string> bad : {std::vector<std::string>{"bogus=1"}, {"timeout=0"}, {"timeout=x"},
-                                       {"socket=rel"}, {"socket"}})
+  EXPECT_TRUE(def->sbatch_support);
+  EXPECT_FALSE(def->global_scope);
+  for (std::vector<std::string> bad :
+       {std::vector<std::string>{"bogus=1"}, {"timeout=0"}, {"timeout=x"}, {"socket=rel"}, {"socket"},
+        {"container_scope=node"}, {"execute_entrypoint=2"}, {"runtime_path=/usr/bin/enroot"}})
     EXPECT_FALSE(crisp::parse_plugin_args(bad).ok()) << bad[0];
   EXPECT_NE(crisp::parse_plugin_args({"bogus=1"}).error().find("unknown plugstack.conf argument 'bogus'"),
             std::string::npos);
 }
 
 TEST(StepRequest, CarriesIdentityImageAndMounts) {
-  crisp::RawOptions raw{"busybox:1.36", "/scratch:/s:ro+rslave", std::nullopt, std::nullopt};
-  auto opts = crisp::validate_options(raw);
+  auto opts = crisp::validate_options(
+      raw_of({{"IMAGE", "busybox:1.36"}, {"MOUNTS", "/scratch:/s:ro+rslave,./data:/data,tmpfs:/t"},
+              {"NAME", "keep"}}),
+      kDefaults);
   ASSERT_TRUE(opts.ok());
-  crisp::StepContext step{42, 3, 1000, 1000, {1000, 27}, "alice", "/home/alice/run", 4242};
-  auto req = crisp::build_create_request(step, *opts);
+  crisp::StepContext step{42, 3, 1000, 1000, {1000, 27}, "alice", "/home/alice/run", 4242, ""};
+  auto req = crisp::build_create_request(step, *opts, kDefaults);
   EXPECT_EQ(req.job_id(), 42u);
   EXPECT_EQ(req.step_id(), 3u);
   EXPECT_EQ(req.uid(), 1000u);
   EXPECT_EQ(req.supplementary_gids_size(), 2);
   EXPECT_EQ(req.image(), "docker.io/library/busybox:1.36");
-  ASSERT_EQ(req.mounts_size(), 1);
+  ASSERT_EQ(req.mounts_size(), 3);
   EXPECT_EQ(req.mounts(0).target(), "/s");
   EXPECT_TRUE(req.mounts(0).readonly());
   EXPECT_EQ(req.mounts(0).propagation(), "rslave");
+  EXPECT_EQ(req.mounts(1).source(), "/home/alice/run/./data");
+  EXPECT_TRUE(req.mounts(2).tmpfs());
   EXPECT_EQ(req.job_workdir(), "/home/alice/run");
   EXPECT_EQ(req.stepd_pid(), 4242);
+  EXPECT_EQ(req.name(), "keep");
+  EXPECT_EQ(req.name_mode(), crisp::v1::NAME_AUTO);
+  EXPECT_FALSE(req.global_scope());
+  crisp::PluginConfig no_workdir;
+  no_workdir.mount_workdir = false;
+  no_workdir.global_scope = true;
+  auto req2 = crisp::build_create_request(step, *opts, no_workdir);
+  EXPECT_EQ(req2.job_workdir(), "");
+  EXPECT_TRUE(req2.global_scope());
 }
 
 TEST(StepRequest, WorkdirFromEnv) {

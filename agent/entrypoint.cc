@@ -1,0 +1,73 @@
+#include "agent/entrypoint.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/layout.h"
+#include "common/strings.h"
+
+namespace crisp {
+
+namespace {
+constexpr const char* kLogBase = "/run/crisp/logs";
+}
+
+Result<std::string> entrypoint_log_path(const std::string& key) {
+  if (mkdir(kLogBase, 0700) != 0 && errno != EEXIST) return fail(std::string("cannot create ") + kLogBase + ": " + errno_text(errno));
+  return std::string(kLogBase) + "/" + key + ".log";
+}
+
+Status await_holder(int pid, std::chrono::seconds timeout) {
+  std::string exe_link = "/proc/" + std::to_string(pid) + "/exe";
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink(exe_link.c_str(), exe, sizeof exe - 1);
+    if (n < 0 && errno == ENOENT) return fail("exited before running its arguments (it must end with exec \"$@\")");
+    if (n > 0 && std::string(exe, static_cast<size_t>(n)) == kHolderTarget) return Ok{};
+    if (std::chrono::steady_clock::now() > deadline)
+      return fail("did not run its arguments within " + std::to_string(timeout.count()) +
+                  " s (it must end with exec \"$@\")");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+Result<std::vector<std::string>> holder_environment(int pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  if (!f) return fail("cannot open /proc/" + std::to_string(pid) + "/environ");
+  std::vector<std::string> env;
+  std::string kv;
+  while (std::getline(f, kv, '\0'))
+    if (!kv.empty()) env.push_back(kv);
+  return env;
+}
+
+bool parse_cri_log_line(const std::string& line, std::string& message) {
+  // 2024-01-02T03:04:05.000000000Z stdout F text
+  size_t a = line.find(' ');
+  size_t b = a == std::string::npos ? a : line.find(' ', a + 1);
+  size_t c = b == std::string::npos ? b : line.find(' ', b + 1);
+  if (c == std::string::npos) return false;
+  std::string stream = line.substr(a + 1, b - a - 1);
+  if (stream != "stdout" && stream != "stderr") return false;
+  message = line.substr(c + 1);
+  return true;
+}
+
+std::string read_cri_log(const std::string& path) {
+  std::ifstream f(path);
+  std::string out, line, message;
+  while (std::getline(f, line))
+    if (parse_cri_log_line(line, message)) out += message + "\n";
+  unlink(path.c_str());
+  return out;
+}
+
+}  // namespace crisp
