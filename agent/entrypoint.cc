@@ -10,18 +10,16 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/spec_builder.h"
 #include "common/layout.h"
 #include "common/strings.h"
 
 namespace crisp {
 
-namespace {
-constexpr const char* kLogBase = "/run/crisp/logs";
-}
-
-Result<std::string> entrypoint_log_path(const std::string& key) {
-  if (mkdir(kLogBase, 0700) != 0 && errno != EEXIST) return fail(std::string("cannot create ") + kLogBase + ": " + errno_text(errno));
-  return std::string(kLogBase) + "/" + key + ".log";
+Status prepare_log_directory() {
+  if (mkdir(kLogDirectory, 0700) != 0 && errno != EEXIST)
+    return fail(std::string("cannot create ") + kLogDirectory + ": " + errno_text(errno));
+  return Ok{};
 }
 
 Status await_holder(int pid, std::chrono::seconds timeout) {

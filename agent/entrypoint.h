@@ -11,8 +11,8 @@
 
 namespace crisp {
 
-// Where the CRI writes a container's output when the user asked to see it.
-Result<std::string> entrypoint_log_path(const std::string& key);
+// Makes kLogDirectory, where the CRI writes the entrypoint's output.
+Status prepare_log_directory();
 
 // Waits until pid runs the holder; fails if it exits or takes longer than timeout.
 Status await_holder(int pid, std::chrono::seconds timeout);

@@ -66,6 +66,8 @@ cri::PodSandboxConfig build_sandbox_config(const JobIdentity& job, const NodeSet
   md->set_attempt(0);
   // Left empty on purpose: runc refuses to set a hostname in the host UTS namespace.
   c.set_hostname("");
+  // containerd logs a container only when both this and its log_path are set.
+  c.set_log_directory(kLogDirectory);
   Labels l = job_labels(job, node);
   l[labels::kPodName] = md->name();
   l[labels::kPodNamespace] = md->namespace_();

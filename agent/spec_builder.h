@@ -12,6 +12,9 @@
 
 namespace crisp {
 
+// The sandboxes' CRI log directory: containers log there only when asked (the entrypoint's output).
+inline constexpr const char* kLogDirectory = "/run/crisp/logs";
+
 struct NodeSettings {
   std::string node_name;
   std::string holder_path;  // crisp-holder on the host
@@ -42,7 +45,7 @@ struct StepContainerInput {
   bool readonly_rootfs = false;
   // Run before the holder, which becomes its arguments (the image's ENTRYPOINT).
   std::vector<std::string> entrypoint;
-  std::string log_path;  // where the CRI writes the container's output; empty: nowhere
+  std::string log_path;  // under kLogDirectory, where the CRI writes its output; empty: nowhere
   // Host directories (already mounted tmpfs) and where they go; labelled so
   // their removal follows the container's.
   std::vector<std::pair<std::string, std::string>> tmpfs;

@@ -223,10 +223,10 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     for (const v1::BindMount& m : req.mounts())
       if (m.tmpfs()) in.tmpfs.emplace_back((*dirs)[i++], m.target());
   }
-  if (req.entrypoint_log() && !in.entrypoint.empty()) {
-    auto path = entrypoint_log_path(key);
-    if (!path) return Error{path.error()};
-    in.log_path = *path;
+  if (!in.entrypoint.empty()) {
+    // Its output explains a failing entrypoint, and is shown on request.
+    if (auto s = prepare_log_directory(); !s) return Error{s.error()};
+    in.log_path = key + ".log";
   }
 
   // Undo the container this call made; the sandbox is the job's and goes with it.
@@ -271,12 +271,16 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   if (!in.entrypoint.empty()) {
     // The entrypoint runs first and, when done, execs its arguments: the holder.
     auto ran = await_holder(*pid, settings_.entrypoint_timeout);
-    if (!in.log_path.empty()) out.set_entrypoint_log(read_cri_log(in.log_path));
+    std::string log = read_cri_log(std::string(kLogDirectory) + "/" + in.log_path);
     if (!ran) {
       cleanup(*id);
+      while (!log.empty() && log.back() == '\n') log.pop_back();
+      for (char& ch : log)
+        if (ch == '\n') ch = ' ';
       return fail("the image's entrypoint " + join(in.entrypoint, " ") + " " + ran.error() +
-                  (out.entrypoint_log().empty() ? "" : "; its output: " + out.entrypoint_log()));
+                  (log.empty() ? "" : "; its output: " + log));
     }
+    if (req.entrypoint_log()) out.set_entrypoint_log(log);
     auto env = holder_environment(*pid);
     if (!env) {
       cleanup(*id);

@@ -105,6 +105,9 @@ Status attach_tree(int tree_fd, const std::string& target) {
 }
 
 Status remap_to_root(uint32_t uid, uint32_t gid) {
+  // slurmstepd's setuid left the task non-dumpable, so its /proc files are
+  // root's; the exec that follows would make it dumpable anyway.
+  if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return fail("prctl(PR_SET_DUMPABLE): " + errno_text(errno));
   if (unshare(CLONE_NEWUSER) != 0)
     return fail("--container-remap-root needs unprivileged user namespaces, which this node does not allow (" +
                 errno_text(errno) + "); run without it or ask your administrator");

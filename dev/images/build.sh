@@ -1,6 +1,8 @@
 #!/bin/bash
 # Builds the test images locally and pushes them to the local registry:
 #   crisp-test/busybox   busybox-static, a setuid probe, its own os-release
+#   crisp-test/entrypoint, bad-entrypoint, pytorch-env   busybox variants with an
+#                        entrypoint, a failing one, and PYTORCH_VERSION set
 #   crisp-test/debian    a debootstrap minbase of Debian 11 (not the host's release)
 #   crisp/pause          crisp-holder alone, the CRI sandbox ("pause") image
 source "$(dirname "$0")/../lib.sh"
@@ -21,6 +23,8 @@ push_rootfs() {
   umoci repack --image "$oci:$tag" "$work/bundle-$tag"
   umoci config --image "$oci:$tag" --author=crisp-dev "$@"
   skopeo copy --quiet --dest-tls-verify=false "oci:$oci:$tag" "docker://$REGISTRY/$ref"
+  # A node keeps the image it has under a tag (as kubelet's IfNotPresent): drop it, so the next step pulls this build.
+  if [[ -S $CONTAINERD_SOCK ]]; then ctr --address "$CONTAINERD_SOCK" -n k8s.io images rm "$REGISTRY/$ref" >/dev/null 2>&1 || true; fi
 }
 
 say "building crisp-test/busybox"
@@ -39,9 +43,35 @@ chmod 1777 "$r/tmp"
 cc -static -O2 -o "$r/suid/probe" "$CRISP_SRC/dev/images/suid_probe.c"
 chown root:root "$r/suid/probe"
 chmod 4755 "$r/suid/probe"
+# Variants share the busybox tree: push_rootfs moves it, so copy first.
+cp -a "$r" "$work/entry"
+cat >"$work/entry/entrypoint.sh" <<'EP'
+#!/bin/sh
+# Records each run, says something on both streams, leaves a variable, runs its arguments.
+echo "run" >>/state/entrypoint-runs
+echo "entrypoint ran as uid $(id -u)"
+echo "entrypoint says hello on stderr" >&2
+export CRISP_FROM_ENTRYPOINT=yes
+exec "$@"
+EP
+chmod 755 "$work/entry/entrypoint.sh"
+mkdir -m 1777 "$work/entry/state"
+cp -a "$r" "$work/badentry"
+printf '#!/bin/sh\necho "setup failed" >&2\nexit 3\n' >"$work/badentry/entrypoint.sh"
+chmod 755 "$work/badentry/entrypoint.sh"
+cp -a "$r" "$work/torch"
 push_rootfs "$r" crisp-test/busybox:latest \
   --config.env=PATH=/usr/bin:/bin:/image/bin --config.env=CRISP_IMAGE_VAR=from-image \
   --config.env=LANG=C.UTF-8 --config.cmd=/bin/sh --config.workingdir=/root
+
+say "building crisp-test/entrypoint, crisp-test/bad-entrypoint and crisp-test/pytorch-env"
+push_rootfs "$work/entry" crisp-test/entrypoint:latest --config.env=PATH=/usr/bin:/bin \
+  --config.entrypoint=/entrypoint.sh --config.cmd=/bin/sh
+push_rootfs "$work/badentry" crisp-test/bad-entrypoint:latest --config.env=PATH=/usr/bin:/bin \
+  --config.entrypoint=/entrypoint.sh
+# Looks like a PyTorch image to the plugin (NGC images set PYTORCH_VERSION); MASTER_PORT is the image's.
+push_rootfs "$work/torch" crisp-test/pytorch-env:latest --config.env=PATH=/usr/bin:/bin \
+  --config.env=PYTORCH_VERSION=2.3.0 --config.env=MASTER_PORT=29500
 
 say "building crisp/pause"
 r=$work/pause
