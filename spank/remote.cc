@@ -117,8 +117,15 @@ int remote_task_init_privileged(spank_t sp) {
   StepState& st = step_state();
   if (!st.active) return 0;
   if (!st.error.empty()) return fail_task(sp, st.error);
-  // PMIx's server directory exists only now that slurmstepd forks the tasks.
-  std::optional<std::string> pmix_dir = env_value(seam::job_env(sp), "PMIX_SERVER_TMPDIR");
+  // PMIx's server directory exists only now that slurmstepd forks the tasks,
+  // and its variables are set only after this callback: the path is Slurm's rule.
+  std::vector<std::string> env = seam::job_env(sp);
+  std::optional<std::string> pmix_dir;
+  if (auto mpi = env_value(env, "SLURM_MPI_TYPE"); mpi && starts_with(*mpi, "pmix")) {
+    auto spool = seam::pmix_spool_dir(st.step.job_id, st.step.step_id);
+    if (!spool) return fail_task(sp, spool.error());
+    pmix_dir = *spool + "/pmix." + std::to_string(st.step.job_id) + "." + std::to_string(st.step.step_id);
+  }
   int tree_fd = -1;
   if (pmix_dir) {
     auto t = clone_host_tree(*pmix_dir);

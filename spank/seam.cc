@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 
 #include "common/strings.h"
 
@@ -81,6 +82,21 @@ Status apply_env(spank_t sp, const std::vector<EnvEdit>& edits) {
       return fail("cannot set " + e.name + " in the task's environment: " + spank_strerror(rc));
   }
   return Ok{};
+}
+
+Result<std::string> pmix_spool_dir(uint32_t job_id, uint32_t step_id) {
+  std::string suffix = "/stepd.slurm.pmix." + std::to_string(job_id) + "." + std::to_string(step_id);
+  std::ifstream unix_sockets("/proc/net/unix");
+  if (!unix_sockets) return fail("cannot read /proc/net/unix: " + errno_text(errno));
+  std::string line;
+  while (std::getline(unix_sockets, line)) {
+    size_t slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string path = line.substr(slash);
+    if (path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return path.substr(0, path.size() - suffix.size());
+  }
+  return fail("cannot find the step's PMIx server (no " + suffix.substr(1) + " socket)");
 }
 
 void user_output(const std::string& text) {

@@ -19,6 +19,11 @@ int local_task_id(spank_t sp);
 Status apply_env(spank_t sp, const std::vector<EnvEdit>& edits);
 Result<uint32_t> job_id(spank_t sp);
 
+// slurmd's spool directory (%n and %h expanded), where Slurm's PMIx plugin
+// makes each step's server directory. SPANK has no item for it; the plugin's
+// own socket, <spool>/stepd.slurm.pmix.<job>.<step>, listed in /proc/net/unix, tells.
+Result<std::string> pmix_spool_dir(uint32_t job_id, uint32_t step_id);
+
 // The one line a user sees for an error they can fix.
 void user_error(const std::string& message);
 // Output the user asked for (the entrypoint's log), on the task's stderr.
