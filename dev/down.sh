@@ -8,7 +8,8 @@ purge=0
 
 say "stopping slurmd and slurmctld"
 scancel --state=RUNNING --full 2>/dev/null || true
-stop_daemon "$RUN/slurmd.pid"
+[[ -f /var/spool/slurmd/slurmd.pid ]] && kill "$(cat /var/spool/slurmd/slurmd.pid)" 2>/dev/null || true
+node2_stop
 stop_daemon "$RUN/slurmctld.pid"
 pkill -x slurmstepd 2>/dev/null || true
 say "stopping crispd"
@@ -30,4 +31,6 @@ if ((purge)); then
   say "purging state"
   grep -o "[^ ]*/crisp/containerd[^ ]*" /proc/mounts | sort -r | xargs -r umount -l 2>/dev/null || true
   rm -rf /var/lib/crisp/containerd /run/crisp/containerd "$STATE/registry"
+  node2_remove
+  rm -rf /var/lib/crisp-n2 /run/crisp-n2 /var/spool/slurmd-n2 /tmp-n2
 fi

@@ -21,8 +21,10 @@ PACKAGES=(
   build-essential meson ninja-build pkg-config protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
   libgrpc++-dev libcli11-dev nlohmann-json3-dev googletest libgtest-dev libcurl4-openssl-dev libslurm-dev
   slurmctld slurmd slurm-client munge containerd runc docker-registry skopeo umoci busybox-static debootstrap
-  procps psmisc curl python3
+  procps psmisc curl python3 iproute2 util-linux libpmix-dev libopenmpi-dev libmpich-dev
 )
+
+source "$CRISP_SRC/dev/node2.sh"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf 'dev: %s\n' "$*" >&2; exit 1; }
@@ -70,13 +72,16 @@ stop_daemon() {
 # crispd is stateless, so (re)starting it is always safe; the dev cluster sweeps
 # more often than the default so tests see the safety net act quickly.
 CRISPD_ARGS=${CRISPD_ARGS:---sweep-interval 5}
-start_crispd() {
-  stop_daemon "$RUN/crispd.pid"
+# start_crispd_on NODE PIDFILE LOGNAME [PREFIX-CMD...]: PREFIX-CMD enters the node's namespaces.
+start_crispd_on() {
+  local node=$1 pidfile=$2 name=$3; shift 3
+  stop_daemon "$pidfile"
   # shellcheck disable=SC2086
-  start_daemon crispd "$RUN/crispd.pid" "$PREFIX/sbin/crispd" --socket "$CRISPD_SOCK" \
+  start_daemon "$name" "$pidfile" "$@" "$PREFIX/sbin/crispd" --socket "$CRISPD_SOCK" --node-name "$node" \
     --cri-endpoint "unix://$CONTAINERD_SOCK" --holder "$PREFIX/libexec/crisp/crisp-holder" $CRISPD_ARGS
-  wait_for crispd 15 "$PREFIX/bin/crispctl" --socket "$CRISPD_SOCK" stats
+  wait_for "crispd of $node" 15 "$@" "$PREFIX/bin/crispctl" --socket "$CRISPD_SOCK" stats
 }
+start_crispd() { start_crispd_on "$(hostname -s)" "$RUN/crispd.pid" crispd; }
 
 # wait_for WHAT SECONDS CMD...: polls CMD until it succeeds.
 wait_for() {

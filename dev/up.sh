@@ -1,7 +1,8 @@
 #!/bin/bash
-# Brings up the local one-node cluster on a fresh Debian 12 machine and runs a
-# containerized job: packages, build, munged, slurmctld, slurmd, crisp's own
-# containerd, a registry on 127.0.0.1, crispd, test images, the plugin.
+# Brings up the local two-node cluster on a fresh Debian 12 machine and runs a
+# containerized job: packages, build, munged, slurmctld, two slurmd (the second
+# in namespaces of its own, dev/node2.sh), crisp's own containerd and crispd on
+# each node, a registry on 127.0.0.1, test images, the plugin.
 #   dev/up.sh           everything, then the demo job
 #   dev/up.sh --no-demo everything but the demo
 source "$(dirname "$0")/lib.sh"
@@ -45,6 +46,7 @@ wait_for containerd 30 ctr --address "$CONTAINERD_SOCK" version
 
 say "starting crispd ($CRISPD_SOCK)"
 start_crispd
+node2_start
 
 # Before Slurm starts: slurmctld caches group membership.
 getent group "$TEST_GROUP" >/dev/null || groupadd -g 3001 "$TEST_GROUP"
@@ -54,18 +56,18 @@ say "configuring and starting Slurm"
 node=$(hostname -s)
 mkdir -p /etc/slurm/plugstack.conf.d /var/spool/slurmctld /var/spool/slurmd /var/log/slurm
 cat >/etc/slurm/slurm.conf <<CONF
-# Written by crisp's dev/up.sh: a one-node cluster on this machine.
+# Written by crisp's dev/up.sh: a two-node cluster on this machine.
 ClusterName=crisp-dev
-SlurmctldHost=$node(127.0.0.1)
+SlurmctldHost=$node($NODE1_IP)
 AuthType=auth/munge
 SlurmUser=root
 SlurmdUser=root
 StateSaveLocation=/var/spool/slurmctld
 SlurmdSpoolDir=/var/spool/slurmd
 SlurmctldPidFile=$RUN/slurmctld.pid
-SlurmdPidFile=$RUN/slurmd.pid
+SlurmdPidFile=/var/spool/slurmd/slurmd.pid
 SlurmctldLogFile=$LOGS/slurmctld.log
-SlurmdLogFile=$LOGS/slurmd.log
+SlurmdLogFile=$LOGS/slurmd-%n.log
 SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -79,8 +81,10 @@ ReturnToService=2
 # More CPUs than the machine has, so tests and benchmarks can run many steps at once.
 SlurmdParameters=config_overrides
 PlugStackConfig=/etc/slurm/plugstack.conf
-NodeName=$node NodeAddr=127.0.0.1 CPUs=32 State=UNKNOWN
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+NodeName=$node NodeAddr=$NODE1_IP CPUs=32 State=UNKNOWN
+NodeName=$NODE2 NodeAddr=$NODE2_IP CPUs=32 State=UNKNOWN
+PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+PartitionName=multi Nodes=$node,$NODE2 MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
 echo "include /etc/slurm/plugstack.conf.d/*.conf" >/etc/slurm/plugstack.conf
 echo "required $SLURM_PLUGINDIR/spank_crisp.so socket=$CRISPD_SOCK" >/etc/slurm/plugstack.conf.d/crisp.conf
@@ -88,12 +92,15 @@ if [[ ! -f $RUN/slurmctld.pid ]] || ! kill -0 "$(cat "$RUN/slurmctld.pid")" 2>/d
   /usr/sbin/slurmctld -i
 fi
 fresh_slurmd=0
-if [[ ! -f $RUN/slurmd.pid ]] || ! kill -0 "$(cat "$RUN/slurmd.pid")" 2>/dev/null; then
-  /usr/sbin/slurmd
+if [[ ! -f /var/spool/slurmd/slurmd.pid ]] || ! kill -0 "$(cat /var/spool/slurmd/slurmd.pid)" 2>/dev/null; then
+  /usr/sbin/slurmd -N "$node"
   fresh_slurmd=1
 fi
+node2_start_slurmd && fresh_slurmd=1
 wait_for slurmctld 30 scontrol ping
-wait_for "node $node" 30 bash -c "sinfo -h -N -o %T | grep -qE '^(idle|mixed|allocated)'"
+for n in "$node" "$NODE2"; do
+  wait_for "node $n" 30 bash -c "sinfo -h -n $n -N -o %T | grep -qE '^(idle|mixed|allocated)'"
+done
 # Jobs slurmctld still counts as running on a node whose slurmd just started died with the old one.
 ((fresh_slurmd)) && scancel --state=RUNNING 2>/dev/null
 

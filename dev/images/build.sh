@@ -4,6 +4,8 @@
 #   crisp-test/entrypoint, bad-entrypoint, pytorch-env   busybox variants with an
 #                        entrypoint, a failing one, and PYTORCH_VERSION set
 #   crisp-test/debian    a debootstrap minbase of Debian 11 (not the host's release)
+#   crisp-test/mpi       Debian 12 minbase with OpenMPI and MPICH, and the MPI test
+#                        program built on the host against each
 #   crisp/pause          crisp-holder alone, the CRI sandbox ("pause") image
 source "$(dirname "$0")/../lib.sh"
 
@@ -24,7 +26,11 @@ push_rootfs() {
   umoci config --image "$oci:$tag" --author=crisp-dev "$@"
   skopeo copy --quiet --dest-tls-verify=false "oci:$oci:$tag" "docker://$REGISTRY/$ref"
   # A node keeps the image it has under a tag (as kubelet's IfNotPresent): drop it, so the next step pulls this build.
-  if [[ -S $CONTAINERD_SOCK ]]; then ctr --address "$CONTAINERD_SOCK" -n k8s.io images rm "$REGISTRY/$ref" >/dev/null 2>&1 || true; fi
+  local on
+  for on in "" in_node2; do
+    [[ -z $on ]] || in_node2 true 2>/dev/null || continue
+    $on ctr --address "$CONTAINERD_SOCK" -n k8s.io images rm "$REGISTRY/$ref" >/dev/null 2>&1 || true
+  done
 }
 
 say "building crisp-test/busybox"
@@ -91,4 +97,21 @@ if [[ ! -f $cache ]]; then
 fi
 mkdir -p "$work/deb" && tar -C "$work/deb" -xf "$cache"
 push_rootfs "$work/deb" crisp-test/debian:bullseye \
+  --config.env=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --config.cmd=/bin/bash
+
+say "building crisp-test/mpi (debootstrap minbase with OpenMPI and MPICH, cached in $STATE)"
+cache=$STATE/debian-bookworm-mpi-rootfs.tar
+if [[ ! -f $cache ]]; then
+  debootstrap --variant=minbase --include=libopenmpi3,libmpich12 bookworm "$work/mpi" http://deb.debian.org/debian \
+    >"$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log"; die "debootstrap failed"; }
+  rm -rf "$work/mpi"/var/cache/apt/archives/*.deb "$work/mpi"/var/lib/apt/lists/*
+  tar -C "$work/mpi" -cf "$cache.tmp" . && mv "$cache.tmp" "$cache"
+  rm -rf "$work/mpi"
+fi
+mkdir -p "$work/mpi" && tar -C "$work/mpi" -xf "$cache"
+src=$CRISP_SRC/tests/integration/mpi_allreduce.c
+gcc -O2 -o "$work/mpi/usr/local/bin/allreduce-openmpi" "$src" -I/usr/lib/x86_64-linux-gnu/openmpi/include \
+  -L/usr/lib/x86_64-linux-gnu/openmpi/lib -lmpi
+gcc -O2 -o "$work/mpi/usr/local/bin/allreduce-mpich" "$src" -I/usr/include/x86_64-linux-gnu/mpich -lmpich
+push_rootfs "$work/mpi" crisp-test/mpi:bookworm \
   --config.env=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --config.cmd=/bin/bash
