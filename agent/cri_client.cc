@@ -156,9 +156,14 @@ Result<cri::ImageStatusResponse> CriClient::image_status(const std::string& ref,
   return resp;
 }
 
-Result<std::string> CriClient::pull_image(const std::string& ref) {
+Result<std::string> CriClient::pull_image(const std::string& ref, const std::optional<RegistryCredential>& auth) {
   cri::PullImageRequest req;
   req.mutable_image()->set_image(ref);
+  if (auth) {
+    // server_address stays empty: containerd drops credentials whose address has no scheme.
+    req.mutable_auth()->set_username(auth->username);
+    req.mutable_auth()->set_password(auth->password);
+  }
   cri::PullImageResponse resp;
   if (auto s = invoke(images_.get(), &cri::ImageService::Stub::PullImage, "PullImage", req, &resp, pull_timeout_); !s)
     return Error{s.error()};

@@ -5,9 +5,11 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "agent/registry_auth.h"
 #include "common/result.h"
 #include "cri.grpc.pb.h"
 
@@ -34,7 +36,7 @@ class CriClient {
   Result<cri::ContainerStatusResponse> container_status(const std::string& id, bool verbose);
   // An image that is not in the store is a value without `image`, not an error.
   Result<cri::ImageStatusResponse> image_status(const std::string& ref, bool verbose);
-  Result<std::string> pull_image(const std::string& ref);
+  Result<std::string> pull_image(const std::string& ref, const std::optional<RegistryCredential>& auth);
 
  private:
   std::shared_ptr<grpc::Channel> channel_;

@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
   std::string node = host_name();
   std::string handler;
   std::string level = "info";
-  int call_timeout = 30, pull_timeout = 1800, sweep_interval = 30, sandbox_grace = 120;
+  std::string registry_auth;
+  int call_timeout = 30, pull_timeout = 1800, sweep_interval = 30, sandbox_grace = 120, entrypoint_timeout = 60;
   bool version = false;
   app.add_option("--socket", socket_path, "Unix socket to serve")->capture_default_str();
   app.add_option("--cri-endpoint", endpoint, "containerd CRI endpoint")->capture_default_str();
@@ -52,6 +53,10 @@ int main(int argc, char** argv) {
   app.add_option("--pull-timeout", pull_timeout, "seconds for one image pull")->capture_default_str();
   app.add_option("--sweep-interval", sweep_interval, "seconds between reconcile sweeps")->capture_default_str();
   app.add_option("--sandbox-grace", sandbox_grace, "seconds an empty sandbox is kept")->capture_default_str();
+  app.add_option("--registry-auth", registry_auth,
+                 "Docker config.json-format file of registry credentials for every user's pulls (root-only)");
+  app.add_option("--entrypoint-timeout", entrypoint_timeout, "seconds an image's entrypoint may take")
+      ->capture_default_str();
   app.add_option("--log-level", level, "debug, info, warn or error")->capture_default_str();
   app.add_flag("--version", version, "print the version and exit");
   CLI11_PARSE(app, argc, argv);
@@ -86,7 +91,8 @@ int main(int argc, char** argv) {
     crisp::log_warn(v.error() + "; requests will fail until it is up");
 
   crisp::ImageStore images(cri);
-  crisp::StepManager steps(cri, images, {{node, holder}, handler, 2});
+  crisp::StepSettings settings{{node, holder}, handler, 2, std::chrono::seconds(entrypoint_timeout), registry_auth};
+  crisp::StepManager steps(cri, images, settings);
   crisp::Sweeper sweeper(steps, std::chrono::seconds(sweep_interval), std::chrono::seconds(sandbox_grace));
   crisp::Server server(steps, images, &sweeper);
   if (auto s = server.listen_on(socket_path); !s) {

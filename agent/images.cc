@@ -20,7 +20,7 @@ Result<ImageConfig> ImageStore::read_config(const std::string& ref, bool& presen
   return parse_image_info(info);
 }
 
-Result<ImageConfig> ImageStore::ensure(const std::string& ref) {
+Result<ImageConfig> ImageStore::ensure(const std::string& ref, const std::optional<RegistryCredential>& auth) {
   auto entry = entry_for(ref);
   uint64_t completed_before = entry->completed;
   // One holder of `pulling` at a time checks the store and pulls; the others
@@ -34,8 +34,8 @@ Result<ImageConfig> ImageStore::ensure(const std::string& ref) {
     return config;
   }
   counters_.started++;
-  log_info("pulling " + ref);
-  auto pulled = cri_.pull_image(ref);
+  log_info("pulling " + ref + (auth ? " as " + auth->username : ""));
+  auto pulled = cri_.pull_image(ref, auth);
   entry->completed++;
   if (!pulled) {
     log_warn("pull of " + ref + " failed: " + pulled.error());
@@ -52,7 +52,7 @@ std::string explain_pull_error(const std::string& ref, const std::string& cri_er
   if (has("not found") || has("manifest unknown") || has("NAME_UNKNOWN"))
     return "image " + ref + " was not found in its registry: check the name and tag";
   if (has("unauthorized") || has("authentication required") || has("denied"))
-    return "the registry refused access to image " + ref + ": check your registry credentials";
+    return "the registry refused access to image " + ref + ": put credentials for its registry in ~/.config/enroot/.credentials (netrc) or ~/.docker/config.json";
   if (has("connection refused") || has("no such host") || has("i/o timeout") || has("dial tcp"))
     return "cannot reach the registry of image " + ref + ": " + cri_error;
   return "cannot pull image " + ref + ": " + cri_error;

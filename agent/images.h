@@ -24,8 +24,8 @@ class ImageStore {
  public:
   explicit ImageStore(CriClient& cri) : cri_(cri) {}
 
-  // Makes the image present and returns its config.
-  Result<ImageConfig> ensure(const std::string& ref);
+  // Makes the image present and returns its config; auth is used only if it must be pulled.
+  Result<ImageConfig> ensure(const std::string& ref, const std::optional<RegistryCredential>& auth = std::nullopt);
   const PullCounters& counters() const { return counters_; }
 
  private:

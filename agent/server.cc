@@ -1,3 +1,4 @@
+#include "agent/credentials.h"
 #include "agent/server.h"
 
 #include <poll.h>
@@ -162,7 +163,8 @@ v1::Response Server::handle(const v1::Request& req, const Peer& peer) {
       auto t0 = std::chrono::steady_clock::now();
       auto ref = parse_image_ref(req.pull().image());
       if (!ref) return error_response(ref.error());
-      auto out = images_.ensure(ref->canonical());
+      auto out = images_.ensure(
+          ref->canonical(), credentials_for(nullptr, steps_.settings().registry_auth_file, ref->registry, ref->user));
       if (!out) return error_response(out.error());
       resp.mutable_pull()->set_image_ref(ref->canonical());
       resp.mutable_pull()->set_ms(static_cast<uint32_t>(

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "agent/credentials.h"
 #include "agent/entrypoint.h"
 #include "agent/labels.h"
 #include "agent/log.h"
@@ -193,7 +194,8 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     }
   }
 
-  auto config = images_.ensure(image);
+  auto config = images_.ensure(
+      image, credentials_for(&creds, settings_.registry_auth_file, ref->registry, req.registry_user()));
   if (!config) return Error{config.error()};
   out.set_image(image);
   for (const std::string& e : config->env) out.add_image_env(e);

@@ -23,6 +23,7 @@ struct StepSettings {
   std::string runtime_handler;
   int64_t stop_timeout_s = 2;
   std::chrono::seconds entrypoint_timeout{60};
+  std::string registry_auth_file;  // the node's Docker-format credentials; empty: none
 };
 
 class StepManager {

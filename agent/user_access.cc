@@ -10,13 +10,17 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
 #include "common/strings.h"
 
 namespace crisp {
 
-Result<std::string> resolve_as_user(const UserCreds& creds, const std::string& path) {
+namespace {
+
+// Runs work with the user's credentials and returns its result.
+Result<std::string> as_user(const UserCreds& creds, const std::function<Result<std::string>()>& work) {
   Result<std::string> result = fail("not checked");
   // Credentials are per thread in the kernel; the raw syscalls change only this
   // short-lived thread's, while glibc's wrappers would change every thread's.
@@ -28,27 +32,48 @@ Result<std::string> resolve_as_user(const UserCreds& creds, const std::string& p
       result = fail("cannot take the user's credentials: " + errno_text(errno));
       return;
     }
-    char resolved[PATH_MAX];
-    if (!realpath(path.c_str(), resolved)) {
-      result = fail(path + ": " + errno_text(errno));
-      return;
-    }
-    int mode = R_OK;
-    struct stat st;
-    if (stat(resolved, &st) != 0) {
-      result = fail(path + ": " + errno_text(errno));
-      return;
-    }
-    if (S_ISDIR(st.st_mode)) mode |= X_OK;
-    // faccessat with AT_EACCESS uses this thread's effective ids.
-    if (faccessat(AT_FDCWD, resolved, mode, AT_EACCESS) != 0) {
-      result = fail(path + ": " + errno_text(errno));
-      return;
-    }
-    result = std::string(resolved);
+    result = work();
   });
   worker.join();
   return result;
+}
+
+}  // namespace
+
+Result<std::string> read_file_as_user(const UserCreds& creds, const std::string& path, size_t max_bytes) {
+  return as_user(creds, [&]() -> Result<std::string> {
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return fail(path + ": " + errno_text(errno));
+    std::string data(max_bytes + 1, '\0');
+    size_t used = 0;
+    for (ssize_t n; used < data.size() && (n = read(fd, data.data() + used, data.size() - used)) != 0;) {
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        int err = errno;
+        close(fd);
+        return fail(path + ": " + errno_text(err));
+      }
+      used += static_cast<size_t>(n);
+    }
+    close(fd);
+    if (used > max_bytes) return fail(path + " is larger than " + std::to_string(max_bytes) + " bytes");
+    data.resize(used);
+    return data;
+  });
+}
+
+Result<std::string> resolve_as_user(const UserCreds& creds, const std::string& path) {
+  return as_user(creds, [&]() -> Result<std::string> {
+    char resolved[PATH_MAX];
+    if (!realpath(path.c_str(), resolved)) return fail(path + ": " + errno_text(errno));
+    int mode = R_OK;
+    struct stat st;
+    if (stat(resolved, &st) != 0) return fail(path + ": " + errno_text(errno));
+    if (S_ISDIR(st.st_mode)) mode |= X_OK;
+    // faccessat with AT_EACCESS uses this thread's effective ids.
+    if (faccessat(AT_FDCWD, resolved, mode, AT_EACCESS) != 0) return fail(path + ": " + errno_text(errno));
+    return std::string(resolved);
+  });
 }
 
 Result<std::string> home_of(uint32_t uid) {

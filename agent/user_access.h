@@ -20,6 +20,9 @@ struct UserCreds {
 // read it (and search it, for a directory). Returns the resolved path.
 Result<std::string> resolve_as_user(const UserCreds& creds, const std::string& path);
 
+// Reads a small file (at most max_bytes) with the user's permissions.
+Result<std::string> read_file_as_user(const UserCreds& creds, const std::string& path, size_t max_bytes);
+
 // The user's home directory, from the password database.
 Result<std::string> home_of(uint32_t uid);
 

@@ -86,8 +86,10 @@ std::string first_host(std::string_view hostlist) {
   if (close == std::string_view::npos) return prefix;
   std::string_view ranges = hostlist.substr(end + 1, close - end - 1);
   std::string_view first = ranges.substr(0, ranges.find_first_of(",-"));
-  size_t suffix_end = hostlist.find(',', close);
-  return prefix + std::string(first) + std::string(hostlist.substr(close + 1, suffix_end == std::string_view::npos ? std::string_view::npos : suffix_end - close - 1));
+  // What follows the brackets up to the next host may hold more ranges ("r[1-2]-n[3-4]").
+  std::string_view rest = hostlist.substr(close + 1);
+  if (rest.empty() || rest.front() == ',') return prefix + std::string(first);
+  return prefix + std::string(first) + first_host(rest);
 }
 
 Result<std::vector<std::string>> parse_env_names(std::string_view text) {

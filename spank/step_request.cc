@@ -13,7 +13,10 @@ v1::CreateStepRequest build_create_request(const StepContext& step, const Contai
   req.set_gid(step.gid);
   for (uint32_t g : step.groups) req.add_supplementary_gids(g);
   req.set_user(step.user);
-  if (opts.image) req.set_image(opts.image->canonical());
+  if (opts.image) {
+    req.set_image(opts.image->canonical());
+    req.set_registry_user(opts.image->user);
+  }
   for (const MountSpec& spec : opts.mounts) {
     MountSpec m = resolve_relative(spec, step.workdir);
     v1::BindMount* b = req.add_mounts();

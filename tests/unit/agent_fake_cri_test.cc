@@ -125,6 +125,7 @@ class FakeCri final : public cri::RuntimeService::Service, public cri::ImageServ
     (*resp->mutable_info())["info"] = "{\"pid\": " + std::to_string(getpid()) + "}";
     return grpc::Status::OK;
   }
+  std::string pull_user, pull_password;
   grpc::Status ImageStatus(grpc::ServerContext*, const cri::ImageStatusRequest* req,
                            cri::ImageStatusResponse* resp) override {
     std::lock_guard l(mu);
@@ -137,6 +138,11 @@ class FakeCri final : public cri::RuntimeService::Service, public cri::ImageServ
   grpc::Status PullImage(grpc::ServerContext*, const cri::PullImageRequest* req,
                          cri::PullImageResponse* resp) override {
     pulls++;
+    {
+      std::lock_guard l(mu);
+      pull_user = req->auth().username();
+      pull_password = req->auth().password();
+    }
     std::this_thread::sleep_for(pull_delay);
     if (pull_not_found)
       return {grpc::StatusCode::NOT_FOUND, "failed to resolve reference \"" + req->image().image() + "\": not found"};
@@ -164,7 +170,7 @@ class AgentTest : public ::testing::Test {
     client_ = std::make_unique<crisp::CriClient>(endpoint_, 5s, 30s);
     images_ = std::make_unique<crisp::ImageStore>(*client_);
     steps_ = std::make_unique<crisp::StepManager>(*client_, *images_,
-                                                  crisp::StepSettings{{"n1", "/bin/true"}, "", 0});
+                                                  crisp::StepSettings{{"n1", "/bin/true"}, "", 0, 60s, ""});
   }
   void TearDown() override {
     server_->Shutdown();
@@ -317,6 +323,68 @@ TEST(CriClient, UnreachableRuntimeIsNamed) {
   auto v = c.version();
   ASSERT_FALSE(v.ok());
   EXPECT_NE(v.error().find("unreachable"), std::string::npos) << v.error();
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(AgentTest, PullSendsTheCredentialsGiven) {
+  ASSERT_TRUE(images_->ensure("127.0.0.1:5000/private:latest", crisp::RegistryCredential{"alice", "s3cret"}).ok());
+  EXPECT_EQ(fake_.pull_user, "alice");
+  EXPECT_EQ(fake_.pull_password, "s3cret");
+  ASSERT_TRUE(images_->ensure("127.0.0.1:5000/public:latest").ok());
+  EXPECT_EQ(fake_.pull_user, "") << "anonymous when no credentials apply";
+}
+
+TEST_F(AgentTest, NamedContainerOutlivesItsStepAndIsJoinedByTheNext) {
+  auto named = [&](uint32_t stepid, crisp::v1::NameMode mode, bool with_image = true) {
+    auto r = step(11, stepid);
+    r.set_name("dev");
+    r.set_name_mode(mode);
+    if (!with_image) r.clear_image();
+    return steps_->create(r);
+  };
+  auto first = named(0, crisp::v1::NAME_AUTO);
+  ASSERT_TRUE(first.ok()) << first.error();
+  EXPECT_FALSE(first->attached());
+  auto rel = steps_->release_step(11, 0);
+  ASSERT_TRUE(rel.ok());
+  EXPECT_EQ(rel->removed_containers(), 0u) << "a named container stays after its step";
+  auto second = named(1, crisp::v1::NAME_EXEC, false);
+  ASSERT_TRUE(second.ok()) << second.error();
+  EXPECT_TRUE(second->attached());
+  EXPECT_EQ(second->container_id(), first->container_id());
+  auto create = named(2, crisp::v1::NAME_CREATE);
+  ASSERT_FALSE(create.ok());
+  EXPECT_EQ(create.error(), "a container named dev already exists on this node (--container-name=dev:create makes a new one only)");
+  auto other_user = step(11, 3, 1001);
+  other_user.set_name("dev");
+  other_user.set_name_mode(crisp::v1::NAME_EXEC);
+  auto denied = steps_->create(other_user);
+  ASSERT_FALSE(denied.ok()) << "one user never joins another's container";
+  EXPECT_NE(denied.error().find("there is no container named dev"), std::string::npos);
+  ASSERT_TRUE(steps_->release_job(11).ok());
+  EXPECT_TRUE(fake_.containers.empty());
+  auto gone = named(4, crisp::v1::NAME_EXEC, false);
+  ASSERT_FALSE(gone.ok());
+}
+
+TEST_F(AgentTest, GlobalScopeKeepsTheNamedContainerAcrossJobs) {
+  auto r = step(12, 0);
+  r.set_name("keep");
+  r.set_global_scope(true);
+  auto a = steps_->create(r);
+  ASSERT_TRUE(a.ok()) << a.error();
+  ASSERT_TRUE(steps_->release_job(12).ok());
+  ASSERT_EQ(fake_.containers.size(), 1u) << "the job's end leaves the user's container";
+  auto next = step(13, 0);
+  next.set_name("keep");
+  next.set_global_scope(true);
+  auto b = steps_->create(next);
+  ASSERT_TRUE(b.ok()) << b.error();
+  EXPECT_TRUE(b->attached());
+  EXPECT_EQ(b->container_id(), a->container_id());
 }
 
 }  // namespace

@@ -65,3 +65,28 @@ TEST(Env, ParseNames) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(PytorchEnv, OnlyForPytorchImagesAndNeverOverTheImage) {
+  std::vector<std::string> job = {"SLURM_PROCID=3", "SLURM_LOCALID=1", "SLURM_NTASKS=4",
+                                  "SLURM_STEP_NODELIST=gpu[07-09],cpu1", "SLURM_JOB_ID=20000"};
+  EXPECT_TRUE(crisp::pytorch_env({"PATH=/bin"}, job).empty());
+  auto edits = crisp::pytorch_env({"PYTORCH_VERSION=2.3.0", "MASTER_PORT=29500"}, job);
+  std::vector<crisp::EnvEdit> want = {{"RANK", "3"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "4"},
+                                      {"MASTER_ADDR", "gpu07"}};
+  EXPECT_EQ(edits, want);
+  auto with_port = crisp::pytorch_env({"PYTORCH_VERSION=2.3.0"}, job);
+  ASSERT_EQ(with_port.size(), 5u);
+  EXPECT_EQ(with_port[4], (crisp::EnvEdit{"MASTER_PORT", std::to_string(49152 + 20000 % 16384)}));
+}
+
+TEST(FirstHost, SlurmHostLists) {
+  EXPECT_EQ(crisp::first_host("node1"), "node1");
+  EXPECT_EQ(crisp::first_host("node1,node2"), "node1");
+  EXPECT_EQ(crisp::first_host("gpu[007-009,012]"), "gpu007");
+  EXPECT_EQ(crisp::first_host("rack[1-2]-n[3-4]"), "rack1-n3");
+  EXPECT_EQ(crisp::first_host("a[5]b,c"), "a5b");
+}
+
+}  // namespace

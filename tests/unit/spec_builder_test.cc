@@ -151,7 +151,8 @@ TEST(PullErrors, SayWhatToFix) {
   EXPECT_EQ(crisp::explain_pull_error(ref, "failed to resolve reference \"r:5000/x:1\": not found"),
             "image r:5000/x:1 was not found in its registry: check the name and tag");
   EXPECT_EQ(crisp::explain_pull_error(ref, "pulling from host r:5000 failed with status code 401 Unauthorized: unauthorized"),
-            "the registry refused access to image r:5000/x:1: check your registry credentials");
+            "the registry refused access to image r:5000/x:1: put credentials for its registry in "
+            "~/.config/enroot/.credentials (netrc) or ~/.docker/config.json");
   EXPECT_NE(crisp::explain_pull_error(ref, "dial tcp 127.0.0.1:5999: connect: connection refused")
                 .find("cannot reach the registry of image r:5000/x:1"),
             std::string::npos);
