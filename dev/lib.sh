@@ -9,6 +9,11 @@ STATE=/var/lib/crisp-dev          # registry storage, image cache
 RUN=/run/crisp-dev                # pid files
 LOGS=/var/log/crisp-dev
 REGISTRY=127.0.0.1:5000
+# A registry that wants a login, for the credentials tests.
+AUTH_REGISTRY=127.0.0.1:5002
+AUTH_USER=crisp
+AUTH_PASSWORD=crisp-secret
+PRIVATE_IMAGE=$AUTH_REGISTRY/crisp-test/private:latest
 CONTAINERD_SOCK=/run/crisp/containerd.sock
 CRISPD_SOCK=/run/crisp/crispd.sock
 SLURM_PLUGINDIR=/usr/lib/x86_64-linux-gnu/slurm-wlm

@@ -35,6 +35,22 @@ http:
 REG
 start_daemon registry "$RUN/registry.pid" /usr/bin/docker-registry serve /etc/crisp/dev-registry.yml
 wait_for registry 15 curl -sf "http://$REGISTRY/v2/"
+say "starting the registry that wants a login on $AUTH_REGISTRY"
+if [[ ! -f /etc/crisp/dev-registry.htpasswd ]]; then
+  # docker-registry takes bcrypt only.
+  python3 -W ignore -c "import crypt,sys; print('$AUTH_USER:' + crypt.crypt('$AUTH_PASSWORD', crypt.mksalt(crypt.METHOD_BLOWFISH)))" \
+    >/etc/crisp/dev-registry.htpasswd
+fi
+sed -e "s|$STATE/registry|$STATE/registry-auth|" -e "s|addr: $REGISTRY|addr: $AUTH_REGISTRY|" /etc/crisp/dev-registry.yml \
+  >/etc/crisp/dev-registry-auth.yml
+cat >>/etc/crisp/dev-registry-auth.yml <<REG
+auth:
+  htpasswd:
+    realm: crisp-dev
+    path: /etc/crisp/dev-registry.htpasswd
+REG
+start_daemon registry-auth "$RUN/registry-auth.pid" /usr/bin/docker-registry serve /etc/crisp/dev-registry-auth.yml
+wait_for registry-auth 15 curl -sf -u "$AUTH_USER:$AUTH_PASSWORD" "http://$AUTH_REGISTRY/v2/"
 
 say "starting crisp's containerd ($CONTAINERD_SOCK)"
 mkdir -p /etc/crisp/containerd/certs.d

@@ -6,6 +6,7 @@
 #   crisp-test/debian    a debootstrap minbase of Debian 11 (not the host's release)
 #   crisp-test/mpi       Debian 12 minbase with OpenMPI and MPICH, and the MPI test
 #                        program built on the host against each
+#   crisp-test/private   busybox on the registry that wants a login ($AUTH_REGISTRY)
 #   crisp/pause          crisp-holder alone, the CRI sandbox ("pause") image
 source "$(dirname "$0")/../lib.sh"
 
@@ -24,12 +25,17 @@ push_rootfs() {
   mv "$rootfs" "$work/bundle-$tag/rootfs"
   umoci repack --image "$oci:$tag" "$work/bundle-$tag"
   umoci config --image "$oci:$tag" --author=crisp-dev "$@"
-  skopeo copy --quiet --dest-tls-verify=false "oci:$oci:$tag" "docker://$REGISTRY/$ref"
+  local to=$REGISTRY/$ref creds=()
+  if [[ $ref == private/* ]]; then
+    to=$AUTH_REGISTRY/${ref#private/}
+    creds=(--dest-creds "$AUTH_USER:$AUTH_PASSWORD")
+  fi
+  skopeo copy --quiet --dest-tls-verify=false "${creds[@]}" "oci:$oci:$tag" "docker://$to"
   # A node keeps the image it has under a tag (as kubelet's IfNotPresent): drop it, so the next step pulls this build.
   local on
   for on in "" in_node2; do
     [[ -z $on ]] || in_node2 true 2>/dev/null || continue
-    $on ctr --address "$CONTAINERD_SOCK" -n k8s.io images rm "$REGISTRY/$ref" >/dev/null 2>&1 || true
+    $on ctr --address "$CONTAINERD_SOCK" -n k8s.io images rm "$to" >/dev/null 2>&1 || true
   done
 }
 
@@ -66,6 +72,7 @@ cp -a "$r" "$work/badentry"
 printf '#!/bin/sh\necho "setup failed" >&2\nexit 3\n' >"$work/badentry/entrypoint.sh"
 chmod 755 "$work/badentry/entrypoint.sh"
 cp -a "$r" "$work/torch"
+cp -a "$r" "$work/private"
 push_rootfs "$r" crisp-test/busybox:latest \
   --config.env=PATH=/usr/bin:/bin:/image/bin --config.env=CRISP_IMAGE_VAR=from-image \
   --config.env=LANG=C.UTF-8 --config.cmd=/bin/sh --config.workingdir=/root
@@ -78,6 +85,10 @@ push_rootfs "$work/badentry" crisp-test/bad-entrypoint:latest --config.env=PATH=
 # Looks like a PyTorch image to the plugin (NGC images set PYTORCH_VERSION); MASTER_PORT is the image's.
 push_rootfs "$work/torch" crisp-test/pytorch-env:latest --config.env=PATH=/usr/bin:/bin \
   --config.env=PYTORCH_VERSION=2.3.0 --config.env=MASTER_PORT=29500
+
+say "building crisp-test/private (on the registry that wants a login)"
+echo 'PRETTY_NAME="crisp private test image"' >"$work/private/etc/os-release"
+push_rootfs "$work/private" private/crisp-test/private:latest --config.env=PATH=/usr/bin:/bin
 
 say "building crisp/pause"
 r=$work/pause
