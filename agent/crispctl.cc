@@ -48,6 +48,11 @@ int main(int argc, char** argv) {
   pull->add_option("IMAGE", image, "image reference, as for --container-image")->required();
   pull->add_option("--timeout", pull_timeout, "seconds to wait")->capture_default_str();
   auto* stats = app.add_subcommand("stats", "print crispd's counters");
+  auto* rm = app.add_subcommand("rm", "remove a named container (--container-name) from this node");
+  std::string name;
+  uint32_t rm_uid = getuid();
+  rm->add_option("NAME", name, "the container's name")->required();
+  rm->add_option("--uid", rm_uid, "whose container (root only; default: yours)");
   CLI11_PARSE(app, argc, argv);
 
   if (version) {
@@ -60,6 +65,13 @@ int main(int argc, char** argv) {
     req.mutable_pull()->set_image(image);
     if (int rc = call(socket, req, pull_timeout, resp)) return rc;
     std::cout << resp.pull().image_ref() << " ready in " << resp.pull().ms() << " ms\n";
+    return 0;
+  }
+  if (*rm) {
+    req.mutable_remove_named()->set_name(name);
+    req.mutable_remove_named()->set_uid(rm_uid);
+    if (int rc = call(socket, req, 60, resp)) return rc;
+    std::cout << "removed " << name << "\n";
     return 0;
   }
   if (*stats) {
@@ -76,7 +88,8 @@ int main(int argc, char** argv) {
   if (int rc = call(socket, req, 10, resp)) return rc;
   std::printf("%-10s %-12s %-7s %-14s %-18s %-6s %s\n", "JOB", "STEP", "UID", "CONTAINER", "STATE", "AGE", "IMAGE");
   for (const auto& s : resp.list().steps())
-    std::printf("%-10u %-12s %-7u %-14s %-18s %-6s %s\n", s.job_id(), crisp::labels::step_name(s.step_id()).c_str(), s.uid(),
+    std::printf("%-10s %-12s %-7u %-14s %-18s %-6s %s\n", s.job_id() ? std::to_string(s.job_id()).c_str() : "-",
+                s.name().empty() ? crisp::labels::step_name(s.step_id()).c_str() : ("name=" + s.name()).c_str(), s.uid(),
                 s.container_id().substr(0, 13).c_str(), s.state().c_str(), age(s.created_at_ns()).c_str(),
                 s.image().c_str());
   return 0;

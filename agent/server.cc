@@ -144,6 +144,14 @@ v1::Response Server::handle(const v1::Request& req, const Peer& peer) {
       *resp.mutable_release() = std::move(*out);
       return resp;
     }
+    case v1::Request::kRemoveNamed: {
+      // A user's own containers only; root may name anyone's.
+      uint32_t uid = peer.uid == 0 ? req.remove_named().uid() : peer.uid;
+      auto out = steps_.remove_named(uid, req.remove_named().name());
+      if (!out) return error_response(out.error());
+      *resp.mutable_release() = std::move(*out);
+      return resp;
+    }
     case v1::Request::kReleaseJob: {
       if (auto r = root_only("releasing a job")) return *r;
       auto out = steps_.release_job(req.release_job().job_id());

@@ -366,6 +366,29 @@ Result<v1::ReleaseResponse> StepManager::release_job(uint32_t job_id) {
   return out;
 }
 
+Result<v1::ReleaseResponse> StepManager::remove_named(uint32_t uid, const std::string& name) {
+  Labels sel = {{labels::kManaged, "true"}, {labels::kUid, std::to_string(uid)}, {labels::kName, name}};
+  auto found = cri_.list_containers(sel);
+  if (!found) return Error{found.error()};
+  if (found->empty()) return fail("there is no container named " + name + " of uid " + std::to_string(uid) + " on this node");
+  v1::ReleaseResponse out;
+  for (const cri::Container& c : *found) {
+    uint32_t job = static_cast<uint32_t>(std::strtoul(c.labels().at(labels::kJob).c_str(), nullptr, 10));
+    auto lock = lock_job(job);
+    if (auto s = remove_containers({c}, out); !s) return Error{s.error()};
+    // The user's sandbox of global scope goes with its last container; a job's waits for the job's end.
+    if (job == 0) {
+      cri::PodSandbox sb;
+      sb.set_id(c.pod_sandbox_id());
+      bool removed = false;
+      if (auto s = remove_sandbox_if_empty(sb, removed); !s) return Error{s.error()};
+      out.set_removed_sandbox(out.removed_sandbox() || removed);
+    }
+  }
+  log_info("removed named container " + name + " of uid " + std::to_string(uid));
+  return out;
+}
+
 Result<v1::ListResponse> StepManager::list(uint32_t job_id, int64_t only_uid) {
   Labels sel = {{labels::kManaged, "true"}};
   if (job_id) sel[labels::kJob] = std::to_string(job_id);

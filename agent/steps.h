@@ -34,6 +34,7 @@ class StepManager {
   Result<v1::CreateStepResponse> create(const v1::CreateStepRequest& req);
   Result<v1::ReleaseResponse> release_step(uint32_t job_id, uint32_t step_id);
   Result<v1::ReleaseResponse> release_job(uint32_t job_id);
+  Result<v1::ReleaseResponse> remove_named(uint32_t uid, const std::string& name);
   // only_uid < 0: every job's steps.
   Result<v1::ListResponse> list(uint32_t job_id, int64_t only_uid);
 

@@ -100,7 +100,9 @@ __attribute__((visibility("default"))) int slurm_spank_exit(spank_t sp, int, cha
 }
 
 __attribute__((visibility("default"))) int slurm_spank_job_epilog(spank_t sp, int ac, char** av) {
-  return load_config(ac, av) ? crisp::slurmd_job_epilog(sp) : -1;
+  // A failed epilog drains the node; a bad plugstack line already fails every
+  // srun, and the sweep removes what this epilog cannot release.
+  return load_config(ac, av) ? crisp::slurmd_job_epilog(sp) : 0;
 }
 
 }  // extern "C"

@@ -360,6 +360,9 @@ test_crispctl_pull() {
   expect "bad reference named" contains "$ERR" "crisp: invalid image reference 'Not/Valid'"
 }
 
+source "$CRISP_SRC/tests/integration/pyxis_tests.sh"
+source "$CRISP_SRC/tests/integration/multinode_tests.sh"
+
 setup
 t os_release_is_the_images
 t tasks_share_one_container
@@ -382,5 +385,24 @@ t non_root_cannot_create_containers
 t restarted_crispd_loses_nothing
 t users_see_only_their_jobs
 t crispctl_pull
+t container_name_kept_across_steps
+t container_scope_global
+t remap_root
+t writable_and_readonly
+t mount_home
+t tmpfs_and_relative_mounts
+t entrypoint
+t environment_variables
+t unsupported_and_malformed_options
+t plugstack_arguments
+t sbatch_runs_the_script_inside
+t salloc_steps_use_the_image
+t pytorch_variables
+t pmix_directory_reaches_the_tasks
+t image_reference_forms
+t registry_credentials
+t two_nodes_one_container_each
+t mpi_pmix_openmpi
+t mpi_pmi2_mpich
 echo "integration: $passed passed, $failed failed"
 ((failed == 0))

@@ -1,0 +1,242 @@
+# Integration tests of the Pyxis option surface, sourced by run.sh (its helpers).
+
+PLUGSTACK=/etc/slurm/plugstack.conf.d/crisp.conf
+# with_plugstack ARGS...: the plugin's plugstack.conf line with extra arguments, until
+# restore_plugstack. Every job ends first: its epilog reads the line too.
+with_plugstack() {
+  settle
+  echo "required $SLURM_PLUGINDIR/spank_crisp.so socket=$CRISPD_SOCK $*" >"$PLUGSTACK"
+}
+restore_plugstack() { with_plugstack; }
+
+# in_allocation SCRIPT: runs SCRIPT as the test user inside one salloc job (its steps share the job).
+in_allocation() { run as_user timeout 180 salloc -Q -N1 bash -c "$1"; }
+
+test_container_name_kept_across_steps() {
+  in_allocation "
+    srun --container-name=dev --container-image=$TEST_IMAGE sh -c 'echo kept > /tmp/kept'
+    echo step1=\$?
+    echo joined=\$(srun --container-name=dev cat /tmp/kept)
+    echo no_exec=\$(srun --container-name=dev:no_exec cat /tmp/kept)
+    echo unnamed=\$(srun --container-image=$TEST_IMAGE cat /tmp/kept 2>/dev/null || echo missing)
+    srun --container-name=dev:create --container-image=$TEST_IMAGE true; echo create=\$?
+    srun --container-name=other:exec true; echo exec=\$?
+    srun --container-name=dev --container-mounts=/var/tmp/crisp-it/ro:/ro true
+    echo job=\$SLURM_JOB_ID"
+  expect "the first step makes it" contains "$OUT" "step1=0"
+  expect "a later step sees its files" contains "$OUT" "joined=kept"
+  expect ":no_exec reuses its filesystem" contains "$OUT" "no_exec=kept"
+  expect "an unnamed step starts fresh" contains "$OUT" "unnamed=missing"
+  expect ":create on an existing name fails" contains "$OUT" "create=1"
+  expect "... saying so" contains "$ERR" "crisp: a container named dev already exists on this node"
+  expect ":exec without one fails" contains "$OUT" "exec=1"
+  expect "... saying so" contains "$ERR" "crisp: there is no container named other on this node"
+  expect "mounts on a joined container are reported, not silently dropped" contains "$ERR" \
+    "crisp: --container-mounts not applied: the step joined the existing container dev"
+  local job; job=$(grep -o 'job=[0-9]*' <<<"$OUT" | cut -d= -f2)
+  expect "the job's end removes it" wait_until 20 no_cri_objects "$job"
+}
+
+test_container_scope_global() {
+  with_plugstack container_scope=global
+  run as_user "${SRUN[@]}" --container-name=glob --container-image="$TEST_IMAGE" sh -c 'echo from-job-1 > /tmp/g'
+  settle
+  run as_user "${SRUN[@]}" --container-name=glob cat /tmp/g
+  expect "a later job joins the user's container" equals "$OUT" "from-job-1"
+  run runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" ps
+  expect "crispctl ps lists it by name" contains "$OUT" "name=glob"
+  run runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" rm glob
+  expect "its user removes it" equals "$RC" 0
+  expect "nothing named is left" equals "$("${CTR[@]}" containers ls -q 'labels."crisp.slurm/name"==glob' | wc -l)" 0
+  restore_plugstack
+}
+
+test_remap_root() {
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-remap-root \
+    sh -c 'id -u; echo by-root > remapped; cat /proc/self/status | grep NoNewPrivs'
+  expect "uid 0 inside" equals "$(head -1 <<<"$OUT")" 0
+  expect "a file it makes is the user's on the host" equals "$(stat -c %U "$WORK/remapped" 2>/dev/null)" "$TEST_USER"
+  expect "no new privileges still" contains "$OUT" "NoNewPrivs:	1"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --no-container-remap-root id -u
+  expect "--no-container-remap-root keeps the uid" equals "$OUT" 2001
+  # A node that forbids user namespaces: tests/unit/join_test.cc (this machine's sysctl is read-only).
+}
+
+test_writable_and_readonly() {
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-writable sh -c 'echo x > /tmp/w && cat /tmp/w'
+  expect "--container-writable: the root filesystem takes writes" equals "$OUT" x
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-readonly sh -c 'echo x > /tmp/w'
+  expect "--container-readonly: it does not" contains "$ERR" "Read-only file system"
+  local before; before=$(last_job)
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-writable --container-readonly true
+  expect_crisp_error "both" "crisp: --container-writable and --container-readonly conflict"
+  expect "rejected before allocation" equals "$(last_job)" "$before"
+}
+
+test_mount_home() {
+  echo home-marker >"/home/$TEST_USER/crisp-home-marker" && chown "$TEST_USER:" "/home/$TEST_USER/crisp-home-marker"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mount-home cat "/home/$TEST_USER/crisp-home-marker"
+  expect "--container-mount-home shows the home" equals "$OUT" home-marker
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --no-container-mount-home \
+    sh -c "cat /home/$TEST_USER/crisp-home-marker 2>&1 || echo absent"
+  expect "--no-container-mount-home hides it" contains "$OUT" absent
+  rm -f "/home/$TEST_USER/crisp-home-marker"
+}
+
+test_tmpfs_and_relative_mounts() {
+  as_user mkdir -p "$WORK/sub" && echo relative-data | as_user tee "$WORK/sub/f" >/dev/null
+  run as_user "${SRUN[@]}" -J crisp-it-tmpfs --container-image="$TEST_IMAGE" --container-mounts=tmpfs:/scratch,./sub:/sub:ro \
+    sh -c 'grep " /scratch " /proc/mounts | cut -d" " -f1,3; echo t > /scratch/f && cat /scratch/f; cat /sub/f'
+  expect "a tmpfs at /scratch" contains "$OUT" "tmpfs tmpfs"
+  expect "the user writes it" contains "$OUT" $'\nt\n'
+  expect "./sub is the job directory's" contains "$OUT" relative-data
+  local job; job=$(last_job)
+  expect "the tmpfs goes with the step" wait_until 20 bash -c "! ls /run/crisp/tmpfs 2>/dev/null | grep -q '^$job\\.'"
+}
+
+test_entrypoint() {
+  local img=$REGISTRY/crisp-test/entrypoint:latest
+  run as_user "${SRUN[@]}" -n3 --container-image="$img" --container-entrypoint \
+    sh -c 'echo "$CRISP_FROM_ENTRYPOINT $(wc -l < /state/entrypoint-runs)"'
+  expect "runs once per container, for three tasks" equals "$(sort -u <<<"$OUT")" "yes 1"
+  expect "its output is not shown by default" lacks "$ERR" "entrypoint says hello"
+  run as_user "${SRUN[@]}" --container-image="$img" sh -c 'echo "${CRISP_FROM_ENTRYPOINT-none} $(cat /state/entrypoint-runs 2>/dev/null | wc -l)"'
+  expect "off by default, as in Pyxis" equals "$OUT" "none 0"
+  with_plugstack execute_entrypoint=1
+  run as_user "${SRUN[@]}" --container-image="$img" --container-entrypoint-log true
+  expect "execute_entrypoint=1 turns it on; --container-entrypoint-log shows its output" contains "$ERR" \
+    "entrypoint says hello on stderr"
+  expect "... both streams" contains "$ERR" "entrypoint ran as uid 2001"
+  run as_user "${SRUN[@]}" --container-image="$img" --no-container-entrypoint sh -c 'echo ${CRISP_FROM_ENTRYPOINT-none}'
+  expect "--no-container-entrypoint wins over the plugstack default" equals "$OUT" none
+  restore_plugstack
+  run as_user "${SRUN[@]}" --container-image="$REGISTRY/crisp-test/bad-entrypoint:latest" --container-entrypoint true
+  expect_crisp_error "failing entrypoint" "exited before running its arguments"
+  expect "its output explains why" contains "$ERR" "its output: setup failed"
+}
+
+test_environment_variables() {
+  run as_user env PYXIS_CONTAINER_IMAGE="$TEST_IMAGE" CRISP_CONTAINER_WORKDIR=/etc "${SRUN[@]}" sh -c 'grep PRETTY /etc/os-release; pwd'
+  expect "PYXIS_CONTAINER_IMAGE selects the image" contains "$OUT" "crisp test image (busybox)"
+  expect "CRISP_CONTAINER_WORKDIR applies" contains "$OUT" $'\n/etc'
+  run as_user env PYXIS_CONTAINER_IMAGE="$DEBIAN_IMAGE" "${SRUN[@]}" --container-image="$TEST_IMAGE" grep -c ^ID=crisp-busybox /etc/os-release
+  expect "the command line wins" equals "$OUT" 1
+  local before; before=$(last_job)
+  run as_user env PYXIS_CONTAINER_IMAGE="$TEST_IMAGE" PYXIS_CONTAINER_WRITABLE=maybe "${SRUN[@]}" true
+  expect_crisp_error "bad variable" "crisp: PYXIS_CONTAINER_WRITABLE='maybe' must be 1 or 0"
+  expect "rejected before allocation" equals "$(last_job)" "$before"
+}
+
+test_unsupported_and_malformed_options() {
+  local before; before=$(last_job)
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-save=/tmp/x.sqsh true
+  expect_crisp_error "--container-save" "crisp: --container-save is not supported: containerd's CRI cannot export"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-name='bad/name' true
+  expect_crisp_error "bad name" "crisp: invalid --container-name 'bad/name'"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-name=x:sometimes true
+  expect_crisp_error "bad mode" "unknown mode 'sometimes'"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-entrypoint-log true
+  expect_crisp_error "log without entrypoint" "crisp: --container-entrypoint-log needs the entrypoint to run"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=tmpfs true
+  expect_crisp_error "tmpfs without target" "a tmpfs needs a destination"
+  run as_user "${SRUN[@]}" --container-mounts=/tmp:/tmp true
+  expect "an option without an image is ignored with a message" contains "$ERR" \
+    "crisp: --container-mounts is ignored without --container-image"
+  expect "... and the step runs on the host" equals "$RC" 0
+  expect "only the last srun was allocated" equals "$(last_job)" "$((before + 1))"
+}
+
+test_plugstack_arguments() {
+  with_plugstack bogus=1
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" true
+  expect "an unknown key fails the plugin's load" contains "$ERR" "crisp: unknown plugstack.conf argument 'bogus'"
+  expect "... and srun" equals "$((RC != 0))" 1
+  with_plugstack sbatch_support=0
+  run as_user sbatch --container-image="$TEST_IMAGE" --wrap=true
+  expect "sbatch_support=0: sbatch has no --container-image" contains "$ERR" "unrecognized option"
+  with_plugstack mount_workdir=0
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" sh -c "ls $WORK 2>&1 || echo no-workdir"
+  expect "mount_workdir=0: the job directory is not mounted" contains "$OUT" no-workdir
+  restore_plugstack
+}
+
+test_sbatch_runs_the_script_inside() {
+  cat >"$WORK/job.sh" <<JOB
+#!/bin/sh
+#SBATCH --container-image=$TEST_IMAGE
+#SBATCH --output=$WORK/batch-%j.out
+grep PRETTY /etc/os-release
+echo "script=\$0"
+echo x >> "\$0" 2>/dev/null && echo script-writable || echo script-read-only
+pwd
+JOB
+  chown "$TEST_USER:" "$WORK/job.sh"
+  run as_user timeout 120 sbatch --wait "$WORK/job.sh"
+  local job; job=$(grep -o '[0-9]*$' <<<"$OUT")
+  local log; log=$(cat "$WORK/batch-$job.out" 2>/dev/null)
+  expect "sbatch succeeds" equals "$RC" 0
+  expect "the batch script runs in the image" contains "$log" "crisp test image (busybox)"
+  expect "from slurmd's spooled copy" contains "$log" "script=/var/spool/slurmd/job"
+  expect "which is read-only inside" contains "$log" script-read-only
+  expect "in the submit directory" contains "$log" "$WORK"
+  expect "nothing left after it" wait_until 20 no_cri_objects "$job"
+}
+
+test_salloc_steps_use_the_image() {
+  run as_user timeout 120 salloc -Q --container-image="$TEST_IMAGE" srun grep PRETTY /etc/os-release
+  expect "srun inside salloc --container-image runs in the image" contains "$OUT" "crisp test image (busybox)"
+}
+
+test_pytorch_variables() {
+  run as_user "${SRUN[@]}" -n2 --container-image="$REGISTRY/crisp-test/pytorch-env:latest" \
+    sh -c 'echo "$RANK $LOCAL_RANK $WORLD_SIZE $MASTER_ADDR $MASTER_PORT"'
+  expect "RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR per task" equals "$(sort <<<"$OUT")" \
+    "0 0 2 $(hostname -s) 29500"$'\n'"1 1 2 $(hostname -s) 29500"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" sh -c 'echo "${RANK-unset}"'
+  expect "not for other images" equals "$OUT" unset
+}
+
+test_pmix_directory_reaches_the_tasks() {
+  run as_user "${SRUN[@]}" --mpi=pmix -n2 --container-image="$TEST_IMAGE" sh -c 'ls -d "$PMIX_SERVER_TMPDIR" >/dev/null && echo ok-$PMIX_RANK'
+  expect "PMIX_SERVER_TMPDIR exists inside for every task" equals "$(sort <<<"$OUT")" $'ok-0\nok-1'
+}
+
+test_image_reference_forms() {
+  run as_user "${SRUN[@]}" --container-image="127.0.0.1:5000#crisp-test/busybox" grep -c ^ID=crisp-busybox /etc/os-release
+  expect "enroot form REGISTRY#IMAGE" equals "$OUT" 1
+  run as_user "${SRUN[@]}" --container-image="docker://$TEST_IMAGE" grep -c ^ID=crisp-busybox /etc/os-release
+  expect "docker:// prefix" equals "$OUT" 1
+}
+
+drop_private_image() {
+  local on
+  for on in "" in_node2; do $on ctr --address "$CONTAINERD_SOCK" -n k8s.io images rm "$PRIVATE_IMAGE" >/dev/null 2>&1; done
+}
+test_registry_credentials() {
+  local home=/home/$TEST_USER
+  rm -rf "$home/.config/enroot" "$home/.docker"
+  drop_private_image
+  run as_user "${SRUN[@]}" --container-image="$PRIVATE_IMAGE" true
+  expect_crisp_error "no credentials" "the registry refused access to image $PRIVATE_IMAGE"
+  as_user mkdir -p "$home/.config/enroot"
+  echo "machine $AUTH_REGISTRY login $AUTH_USER password $AUTH_PASSWORD" | as_user tee "$home/.config/enroot/.credentials" >/dev/null
+  run as_user "${SRUN[@]}" --container-image="$AUTH_USER@${AUTH_REGISTRY}#crisp-test/private" grep -o private /etc/os-release
+  expect "enroot's netrc file and USER@ work" equals "$OUT" private
+  rm -rf "$home/.config/enroot"
+  drop_private_image
+  as_user mkdir -p "$home/.docker"
+  printf '{"auths": {"http://%s": {"auth": "%s"}}}' "$AUTH_REGISTRY" "$(printf '%s:%s' "$AUTH_USER" "$AUTH_PASSWORD" | base64)" |
+    as_user tee "$home/.docker/config.json" >/dev/null
+  run as_user "${SRUN[@]}" --container-image="$PRIVATE_IMAGE" grep -o private /etc/os-release
+  expect "~/.docker/config.json works" equals "$OUT" private
+  rm -rf "$home/.docker"
+  drop_private_image
+  printf '{"auths": {"%s": {"username": "%s", "password": "%s"}}}' "$AUTH_REGISTRY" "$AUTH_USER" "$AUTH_PASSWORD" \
+    >/etc/crisp/registry-auth.json
+  chmod 600 /etc/crisp/registry-auth.json
+  CRISPD_ARGS="$CRISPD_ARGS --registry-auth /etc/crisp/registry-auth.json" start_crispd
+  run as_user "${SRUN[@]}" --container-image="$PRIVATE_IMAGE" grep -o private /etc/os-release
+  expect "the node's file serves a user without credentials" equals "$OUT" private
+  start_crispd
+  rm -f /etc/crisp/registry-auth.json
+}

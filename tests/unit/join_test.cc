@@ -1,0 +1,56 @@
+// remap_to_root where the node forbids user namespaces: a seccomp filter makes
+// unshare(CLONE_NEWUSER) fail as a node's policy would (this machine's sysctl
+// is read-only, so the integration tests cannot turn them off).
+#include "spank/join.h"
+
+#include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <string>
+
+namespace {
+
+void forbid_unshare() {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog prog{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) _exit(10);
+}
+
+TEST(RemapRoot, ForbiddenUserNamespacesGiveOneClearLine) {
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    forbid_unshare();
+    auto s = crisp::remap_to_root(1000, 1000);
+    std::string msg = s ? "ok" : s.error();
+    if (write(pipefd[1], msg.data(), msg.size()) < 0) _exit(11);
+    _exit(0);
+  }
+  close(pipefd[1]);
+  char buf[512] = {};
+  ssize_t n = read(pipefd[0], buf, sizeof buf - 1);
+  close(pipefd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(buf),
+            "--container-remap-root needs unprivileged user namespaces, which this node does not allow (Operation not "
+            "permitted); run without it or ask your administrator");
+}
+
+}  // namespace
