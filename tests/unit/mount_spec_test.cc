@@ -24,6 +24,19 @@ TEST(MountSpec, ListWithFlags) {
   EXPECT_EQ((*r)[3], (MountSpec{"/g/h", "/i/j", false, ""}));
 }
 
+TEST(MountSpec, TmpfsAndRelativeSources) {
+  auto r = parse_mounts("tmpfs:/scratch,./data:/data:ro,../up:/up");
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ((*r)[0], (MountSpec{"", "/scratch", false, "", true}));
+  EXPECT_EQ((*r)[1], (MountSpec{"./data", "/data", true, ""}));
+  EXPECT_EQ(crisp::resolve_relative((*r)[1], "/home/u/job").source, "/home/u/job/./data");
+  EXPECT_EQ(crisp::resolve_relative((*r)[2], "/w").source, "/w/../up");
+  EXPECT_EQ(crisp::resolve_relative((*r)[0], "/w").source, "") << "a tmpfs has no source";
+  for (const char* bad : {"tmpfs", "./rel", "umount:/x"}) EXPECT_FALSE(parse_mounts(bad).ok()) << bad;
+  EXPECT_NE(parse_mounts("umount:/x").error().find("'umount' source is not supported"), std::string::npos);
+}
+
 TEST(MountSpec, RejectsMalformed) {
   for (const char* bad : {"", ",", "/a,", "relative:/x", "/a:relative", "/a:/b:bogus", "/a:/b:ro+rw", "/a:/b:c:d",
                           "/a:/", "/a/../etc:/x", "/a:/x,/b:/x", "/a:/b:private+shared", "/a::ro"}) {

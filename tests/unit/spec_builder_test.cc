@@ -101,6 +101,36 @@ TEST(SpecBuilder, SameWorkdirAndAliasMountOnce) {
   EXPECT_EQ(crisp::build_step_container(in, node).mounts_size(), 3);
 }
 
+TEST(SpecBuilder, NamedContainerWithEntrypointAndReadonlyRoot) {
+  auto in = input();
+  in.name = "dev";
+  in.readonly_rootfs = true;
+  in.entrypoint = {"/entrypoint.sh", "--flag"};
+  in.log_path = "1234.1000.dev.log";
+  in.tmpfs = {{"/run/crisp/tmpfs/1234.1000.dev/0", "/scratch"}};
+  in.tmpfs_root = "/run/crisp/tmpfs/1234.1000.dev";
+  auto c = crisp::build_step_container(in, node);
+  EXPECT_EQ(c.metadata().name(), "named-dev");
+  ASSERT_EQ(c.command_size(), 1);
+  EXPECT_EQ(c.command(0), "/entrypoint.sh");
+  ASSERT_EQ(c.args_size(), 3);
+  EXPECT_EQ(c.args(1), crisp::kHolderTarget);
+  EXPECT_EQ(c.args(2), "0") << "a named container's holder does not follow slurmstepd";
+  EXPECT_EQ(c.log_path(), "1234.1000.dev.log");
+  EXPECT_TRUE(c.linux().security_context().readonly_rootfs());
+  EXPECT_EQ(c.labels().count(crisp::labels::kStep), 0u);
+  EXPECT_EQ(c.labels().at(crisp::labels::kName), "dev");
+  EXPECT_EQ(c.labels().at(crisp::labels::kEntrypoint), "true");
+  EXPECT_EQ(c.labels().at(crisp::labels::kTmpfs), "/run/crisp/tmpfs/1234.1000.dev");
+  bool scratch = false;
+  for (const auto& m : c.mounts())
+    if (m.container_path() == "/scratch" && m.host_path() == "/run/crisp/tmpfs/1234.1000.dev/0") scratch = true;
+  EXPECT_TRUE(scratch);
+  auto user_sandbox = crisp::build_sandbox_config({0, 1000, "alice"}, node);
+  EXPECT_EQ(user_sandbox.metadata().name(), "user-1000") << "global scope: the user's sandbox";
+  EXPECT_EQ(user_sandbox.log_directory(), crisp::kLogDirectory);
+}
+
 TEST(SpecBuilder, SpecialStepNames) {
   auto in = input();
   in.step_id = 0xfffffffb;
