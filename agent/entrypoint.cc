@@ -22,17 +22,16 @@ Status prepare_log_directory() {
   return Ok{};
 }
 
-Status await_holder(int pid, std::chrono::seconds timeout) {
+Status await_holder(int pid, const std::string& holder_exe, std::chrono::seconds timeout) {
   std::string exe_link = "/proc/" + std::to_string(pid) + "/exe";
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     char exe[PATH_MAX];
     ssize_t n = readlink(exe_link.c_str(), exe, sizeof exe - 1);
-    if (n < 0 && errno == ENOENT) return fail("exited before running its arguments (it must end with exec \"$@\")");
-    if (n > 0 && std::string(exe, static_cast<size_t>(n)) == kHolderTarget) return Ok{};
+    if (n < 0 && errno == ENOENT) return fail("exited before it ran the holder");
+    if (n > 0 && std::string(exe, static_cast<size_t>(n)) == holder_exe) return Ok{};
     if (std::chrono::steady_clock::now() > deadline)
-      return fail("did not run its arguments within " + std::to_string(timeout.count()) +
-                  " s (it must end with exec \"$@\")");
+      return fail("did not run the holder within " + std::to_string(timeout.count()) + " s");
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }

@@ -14,8 +14,9 @@ namespace crisp {
 // Makes kLogDirectory, where the CRI writes the entrypoint's output.
 Status prepare_log_directory();
 
-// Waits until pid runs the holder; fails if it exits or takes longer than timeout.
-Status await_holder(int pid, std::chrono::seconds timeout);
+// Waits until pid runs the holder (runc's init, then any entrypoint, exec it);
+// fails if it exits or takes longer than timeout.
+Status await_holder(int pid, const std::string& holder_exe, std::chrono::seconds timeout);
 
 // The environment of the holder (the entrypoint's, as it exec'd it).
 Result<std::vector<std::string>> holder_environment(int pid);

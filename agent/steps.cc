@@ -270,9 +270,10 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     cleanup(*id);
     return fail("the step's container did not start: " + pid.error());
   }
+  // runc's init execs the container's process only after StartContainer has
+  // returned, and an entrypoint runs before it execs the holder: wait for it.
+  auto ran = await_holder(*pid, settings_.holder_exe, in.entrypoint.empty() ? std::chrono::seconds(10) : settings_.entrypoint_timeout);
   if (!in.entrypoint.empty()) {
-    // The entrypoint runs first and, when done, execs its arguments: the holder.
-    auto ran = await_holder(*pid, settings_.entrypoint_timeout);
     std::string log = read_cri_log(std::string(kLogDirectory) + "/" + in.log_path);
     if (!ran) {
       cleanup(*id);
@@ -280,7 +281,7 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
       for (char& ch : log)
         if (ch == '\n') ch = ' ';
       return fail("the image's entrypoint " + join(in.entrypoint, " ") + " " + ran.error() +
-                  (log.empty() ? "" : "; its output: " + log));
+                  " (it must end with exec \"$@\")" + (log.empty() ? "" : "; its output: " + log));
     }
     if (req.entrypoint_log()) out.set_entrypoint_log(log);
     auto env = holder_environment(*pid);
@@ -290,6 +291,9 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     }
     out.clear_image_env();
     for (const std::string& e : *env) out.add_image_env(e);
+  } else if (!ran) {
+    cleanup(*id);
+    return fail("the step's container " + ran.error());
   }
   // A slurmstepd that gave up waiting (or died) will never use nor release this.
   if (!named && req.stepd_pid() > 0 && kill(req.stepd_pid(), 0) != 0 && errno == ESRCH) {

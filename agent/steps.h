@@ -24,6 +24,7 @@ struct StepSettings {
   int64_t stop_timeout_s = 2;
   std::chrono::seconds entrypoint_timeout{60};
   std::string registry_auth_file;  // the node's Docker-format credentials; empty: none
+  std::string holder_exe = kHolderTarget;  // the holder as /proc/PID/exe shows it
 };
 
 class StepManager {

@@ -104,6 +104,8 @@ int remote_init_post_opt(spank_t sp) {
   auto fd = open_holder_mount_ns(st.container.holder_pid(), kHolderTarget);
   if (!fd) {
     st.error = fd.error();
+    seam::daemon_log("job " + std::to_string(st.step.job_id) + " step " + std::to_string(st.step.step_id) + ": " +
+                     st.error);
     return 0;
   }
   st.ns_fd = *fd;

@@ -111,7 +111,7 @@ test_entrypoint() {
   expect "--no-container-entrypoint wins over the plugstack default" equals "$OUT" none
   restore_plugstack
   run as_user "${SRUN[@]}" --container-image="$REGISTRY/crisp-test/bad-entrypoint:latest" --container-entrypoint true
-  expect_crisp_error "failing entrypoint" "exited before running its arguments"
+  expect_crisp_error "failing entrypoint" "exited before it ran the holder (it must end with exec"
   expect "its output explains why" contains "$ERR" "its output: setup failed"
 }
 

@@ -170,11 +170,19 @@ class AgentTest : public ::testing::Test {
     client_ = std::make_unique<crisp::CriClient>(endpoint_, 5s, 30s);
     images_ = std::make_unique<crisp::ImageStore>(*client_);
     steps_ = std::make_unique<crisp::StepManager>(*client_, *images_,
-                                                  crisp::StepSettings{{"n1", "/bin/true"}, "", 0, 60s, ""});
+                                                  settings());
   }
   void TearDown() override {
     server_->Shutdown();
     (void)!system(("rm -rf " + dir_).c_str());
+  }
+  // The fake's containers report this test's pid, so the "holder" is this binary.
+  static crisp::StepSettings settings() {
+    crisp::StepSettings s{{"n1", "/bin/true"}, "", 0, 60s, ""};
+    char exe[4096] = {};
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    s.holder_exe = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
+    return s;
   }
   crisp::v1::CreateStepRequest step(uint32_t job, uint32_t stepid, uint32_t uid = 1000) {
     crisp::v1::CreateStepRequest r;
