@@ -231,7 +231,8 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     in.log_path = key + ".log";
   }
 
-  // Undo the container this call made; the sandbox is the job's and goes with it.
+  // Undo what this call made. An empty sandbox goes too: the job's epilog may
+  // have come and gone while this call worked (a slurmstepd that gave up).
   v1::ReleaseResponse undo;
   auto cleanup = [&](const std::string& container_id) {
     cri::Container c;
@@ -239,9 +240,11 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     if (!in.tmpfs_root.empty()) (*c.mutable_labels())[labels::kTmpfs] = in.tmpfs_root;
     if (container_id.empty()) {
       if (!in.tmpfs_root.empty()) remove_tmpfs(in.tmpfs_root);
-      return;
+    } else {
+      (void)remove_containers({c}, undo);
     }
-    (void)remove_containers({c}, undo);
+    bool removed = false;
+    if (auto s = remove_sandbox_if_empty(*sandbox, removed); !s) log_warn("removing the sandbox: " + s.error());
   };
 
   if (!named) {
