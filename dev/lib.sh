@@ -24,7 +24,7 @@ DEBIAN_IMAGE=$REGISTRY/crisp-test/debian:bullseye
 
 PACKAGES=(
   build-essential meson ninja-build pkg-config protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
-  libgrpc++-dev libcli11-dev nlohmann-json3-dev googletest libgtest-dev libcurl4-openssl-dev libslurm-dev
+  libgrpc++-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev googletest libgtest-dev libcurl4-openssl-dev libslurm-dev
   slurmctld slurmd slurm-client munge containerd runc docker-registry skopeo umoci busybox-static debootstrap
   procps psmisc curl python3 iproute2 util-linux libpmix-dev libopenmpi-dev libmpich-dev
 )

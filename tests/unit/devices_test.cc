@@ -1,0 +1,145 @@
+#include <gtest/gtest.h>
+
+#include "agent/cdi.h"
+#include "agent/gres.h"
+
+namespace {
+
+TEST(Gres, RangesExpandInOrderWithPadding) {
+  auto r = crisp::expand_device_range("/dev/nvidia[0-2,5]");
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(*r, (std::vector<std::string>{"/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2", "/dev/nvidia5"}));
+  auto padded = crisp::expand_device_range("/dev/dri/renderD[128-129]");
+  ASSERT_TRUE(padded.ok());
+  EXPECT_EQ(padded->back(), "/dev/dri/renderD129");
+  EXPECT_EQ(*crisp::expand_device_range("gpu[08-10]"), (std::vector<std::string>{"gpu08", "gpu09", "gpu10"}));
+  for (const char* bad : {"/dev/nvidia[0-", "/dev/nvidia[3-1]", "/dev/nvidia[a]", "/dev/nvidia[]"})
+    EXPECT_FALSE(crisp::expand_device_range(bad).ok()) << bad;
+}
+
+TEST(Gres, DeviceFilesOfThisNodeInIndexOrder) {
+  const char* conf =
+      "# GPUs\n"
+      "AutoDetect=off\n"
+      "NodeName=gpu[01-04] Name=gpu Type=h200 File=/dev/nvidia[0-3]\n"
+      "NodeName=big Name=gpu File=/dev/nvidia[0-7]\n"
+      "NodeName=gpu[01-04] Name=gpu Type=l4 File=/dev/nvidia4   # a fifth, another type\n"
+      "Name=mps Count=100\n";
+  auto g = crisp::gres_device_files(conf, "gpu", "gpu03");
+  ASSERT_TRUE(g.ok()) << g.error();
+  EXPECT_EQ(*g, (std::vector<std::string>{"/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2", "/dev/nvidia3", "/dev/nvidia4"}));
+  EXPECT_EQ(crisp::gres_device_files(conf, "gpu", "big")->size(), 8u);
+  EXPECT_TRUE(crisp::gres_device_files(conf, "gpu", "cpu01")->empty());
+  EXPECT_TRUE(crisp::gres_device_files(conf, "mps", "gpu01")->empty()) << "no File=";
+  auto bad = crisp::gres_device_files("Name=gpu File=/dev/nvidia[0-\n", "gpu", "n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("gres.conf line 1"), std::string::npos);
+}
+
+TEST(Gres, IndexLists) {
+  EXPECT_EQ(*crisp::parse_index_list("0,2-3"), (std::vector<unsigned>{0, 2, 3}));
+  EXPECT_TRUE(crisp::parse_index_list("")->empty());
+  EXPECT_FALSE(crisp::parse_index_list("x").ok());
+}
+
+const char* kNvidiaYaml = R"(---
+cdiVersion: 0.5.0
+kind: nvidia.com/gpu
+devices:
+- name: "0"
+  containerEdits:
+    deviceNodes:
+    - path: /dev/nvidia0
+- name: GPU-4f1d
+  containerEdits:
+    deviceNodes:
+    - path: /dev/nvidia0
+- name: all
+  containerEdits:
+    deviceNodes:
+    - path: /dev/nvidia0
+    - path: /dev/nvidia1
+containerEdits:
+  env:
+  - NVIDIA_VISIBLE_DEVICES=void
+  deviceNodes:
+  - path: /dev/nvidiactl
+  - path: /dev/nvidia-uvm
+    hostPath: /dev/nvidia-uvm
+    permissions: rw
+  mounts:
+  - hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.550.54
+    containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.550.54
+    options: [ro, nosuid, nodev, bind]
+  hooks:
+  - hookName: createContainer
+    path: /usr/bin/nvidia-cdi-hook
+    args: [nvidia-cdi-hook, update-ldcache, --folder, /usr/lib/x86_64-linux-gnu]
+  additionalGIDs: [44]
+)";
+
+TEST(Cdi, NvidiaYamlSpec) {
+  auto s = crisp::parse_cdi_spec(kNvidiaYaml, "/etc/cdi/nvidia.yaml");
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_EQ(s->kind, "nvidia.com/gpu");
+  EXPECT_EQ(s->version, "0.5.0");
+  ASSERT_EQ(s->devices.size(), 3u);
+  EXPECT_EQ(s->edits.env, (std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=void"}));
+  ASSERT_EQ(s->edits.device_nodes.size(), 2u);
+  EXPECT_EQ(s->edits.device_nodes[1].permissions, "rw");
+  ASSERT_EQ(s->edits.mounts.size(), 1u);
+  EXPECT_EQ(s->edits.mounts[0].options[0], "ro");
+  ASSERT_EQ(s->edits.hooks.size(), 1u);
+  EXPECT_EQ(s->edits.hooks[0].args[1], "update-ldcache");
+  EXPECT_EQ(s->edits.additional_gids, (std::vector<uint32_t>{44}));
+  const crisp::CdiDevice* d = crisp::cdi_device_for(*s, "/dev/nvidia0");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->name, "0") << "the device of that file, not 'all'";
+  EXPECT_EQ(crisp::cdi_device_for(*s, "/dev/nvidia7"), nullptr);
+}
+
+TEST(Cdi, JsonSpecOfAnotherVersionAndVendor) {
+  const char* json = R"({"cdiVersion": "0.3.0", "kind": "amd.com/gpu",
+    "devices": [{"name": "0", "containerEdits": {"deviceNodes": [
+      {"path": "/dev/dri/renderD128", "hostPath": "/dev/dri/renderD128", "uid": 0, "gid": 44, "fileMode": 438}]}}],
+    "containerEdits": {"deviceNodes": [{"path": "/dev/kfd"}]}})";
+  auto s = crisp::parse_cdi_spec(json, "/var/run/cdi/amd.json");
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_EQ(s->devices[0].edits.device_nodes[0].gid, 44u);
+  EXPECT_EQ(s->devices[0].edits.device_nodes[0].file_mode, 438u);
+  EXPECT_NE(crisp::cdi_device_for(*s, "/dev/dri/renderD128"), nullptr);
+  EXPECT_TRUE(crisp::parse_cdi_spec(R"({"cdiVersion":"1.1.0","kind":"intel.com/gpu","devices":[{"name":"card0"}]})",
+                                    "x.json")
+                  .ok());
+}
+
+TEST(Cdi, MalformedSpecsSayWhatIsWrong) {
+  struct Case {
+    const char* text;
+    const char* source;
+    const char* says;
+  } cases[] = {
+      {"{", "a.json", "not valid JSON"},
+      {"kind: [", "a.yaml", "not valid YAML"},
+      {R"({"kind":"x.com/gpu","devices":[{"name":"0"}]})", "a.json", "'cdiVersion' is missing"},
+      {R"({"cdiVersion":"9.9.9","kind":"x.com/gpu","devices":[{"name":"0"}]})", "a.json", "unsupported cdiVersion '9.9.9'"},
+      {R"({"cdiVersion":"0.5.0","kind":"nogpu","devices":[{"name":"0"}]})", "a.json", "kind 'nogpu' is not vendor/class"},
+      {R"({"cdiVersion":"0.5.0","kind":"x.com/gpu","devices":[]})", "a.json", "'devices' must be a non-empty list"},
+      {R"({"cdiVersion":"0.5.0","kind":"x.com/gpu","devices":[{"name":"0","containerEdits":{"deviceNodes":[{"path":"dev/x"}]}}]})",
+       "a.json", "device path 'dev/x' is not absolute"},
+      {R"({"cdiVersion":"0.5.0","kind":"x.com/gpu","devices":[{"name":"0","containerEdits":{"env":["NOEQUALS"]}}]})", "a.json",
+       "env entry 'NOEQUALS' is not NAME=VALUE"},
+      {R"({"cdiVersion":"0.5.0","kind":"x.com/gpu","devices":[{"name":"0","containerEdits":{"mounts":[{"hostPath":"/a"}]}}]})",
+       "a.json", "'containerPath' is missing"},
+      {R"({"cdiVersion":"0.5.0","kind":"x.com/gpu","devices":[{"name":"0","containerEdits":{"hooks":[{"path":"/h"}]}}]})",
+       "a.json", "'hookName' is missing"},
+  };
+  for (const Case& c : cases) {
+    auto r = crisp::parse_cdi_spec(c.text, c.source);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.error().find(c.says), std::string::npos) << r.error();
+    EXPECT_EQ(r.error().rfind(std::string("CDI spec ") + c.source, 0), 0u) << r.error();
+  }
+}
+
+}  // namespace
