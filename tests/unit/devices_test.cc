@@ -143,3 +143,86 @@ TEST(Cdi, MalformedSpecsSayWhatIsWrong) {
 }
 
 }  // namespace
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "agent/gpu_plan.h"
+
+namespace {
+
+// A node with four NVIDIA GPUs, as files under a temporary root.
+class FakeGpuNode : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "mknod needs root";
+    char tmpl[] = "/tmp/crisp-gpu-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    roots_.dev = root_ + "/dev";
+    roots_.proc = root_ + "/proc";
+    roots_.gres_conf = root_ + "/gres.conf";
+    roots_.cdi_dirs = {root_ + "/etc-cdi", root_ + "/run-cdi"};
+    for (const char* d : {"/dev", "/etc-cdi", "/run-cdi", "/proc", "/proc/driver", "/proc/driver/nvidia",
+                          "/proc/driver/nvidia/gpus"})
+      ASSERT_EQ(mkdir((root_ + d).c_str(), 0755), 0);
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_EQ(mknod((roots_.dev + "/nvidia" + std::to_string(i)).c_str(), S_IFCHR | 0666, makedev(195, i)), 0);
+      std::string bdf = roots_.proc + "/driver/nvidia/gpus/0000:0" + std::to_string(i + 1) + ":00.0";
+      ASSERT_EQ(mkdir(bdf.c_str(), 0755), 0);
+      std::ofstream(bdf + "/information") << "Model: Fake H200\nGPU UUID: GPU-fake-" << i << "\nDevice Minor: " << i << "\n";
+    }
+    ASSERT_EQ(mknod((roots_.dev + "/nvidiactl").c_str(), S_IFCHR | 0666, makedev(195, 255)), 0);
+    ASSERT_EQ(mknod((roots_.dev + "/nvidia-uvm").c_str(), S_IFCHR | 0666, makedev(234, 0)), 0);
+    std::ofstream(roots_.gres_conf) << "Name=gpu File=" << roots_.dev << "/nvidia[0-3]\n";
+  }
+  void TearDown() override {
+    if (!root_.empty()) (void)!system(("rm -rf " + root_).c_str());
+  }
+  std::string root_;
+  crisp::DeviceRoots roots_;
+};
+
+TEST_F(FakeGpuNode, WithoutCdiTheAllocatedGpusAndTheControlDevices) {
+  auto plan = crisp::plan_gpus(roots_, "n1", {1, 3});
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  std::vector<std::string> inside;
+  for (const auto& d : plan->devices) inside.push_back(d.container_path);
+  EXPECT_EQ(inside, (std::vector<std::string>{"/dev/nvidia1", "/dev/nvidia3", "/dev/nvidiactl", "/dev/nvidia-uvm"}));
+  EXPECT_EQ(plan->devices[0].host_path, roots_.dev + "/nvidia1");
+  EXPECT_EQ(plan->env, (std::vector<std::string>{"CUDA_VISIBLE_DEVICES=0,1", "NVIDIA_VISIBLE_DEVICES=GPU-fake-1,GPU-fake-3"}));
+  EXPECT_TRUE(crisp::plan_gpus(roots_, "n1", {})->devices.empty()) << "no GPUs, no devices";
+  auto bad = crisp::plan_gpus(roots_, "n1", {4});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("GPU index 4 is not in"), std::string::npos);
+}
+
+TEST_F(FakeGpuNode, ACdiSpecNamingTheDevicesIsApplied) {
+  std::ofstream(roots_.cdi_dirs[0] + "/fake.yaml") << "cdiVersion: 0.6.0\nkind: nvidia.com/gpu\ndevices:\n"
+      << "- name: \"0\"\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia0\n      hostPath: " << roots_.dev << "/nvidia0\n"
+      << "- name: \"1\"\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia1\n      hostPath: " << roots_.dev << "/nvidia1\n"
+      << "containerEdits:\n  env: [FAKE_DRIVER=1]\n  deviceNodes:\n  - path: /dev/nvidiactl\n    hostPath: " << roots_.dev
+      << "/nvidiactl\n  mounts:\n  - hostPath: /etc/hostname\n    containerPath: /usr/lib/libcuda.so.1\n    options: [ro, bind]\n"
+      << "  hooks:\n  - hookName: createContainer\n    path: /bin/true\n  additionalGIDs: [44]\n";
+  auto plan = crisp::plan_gpus(roots_, "n1", {1});
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  std::vector<std::string> inside;
+  for (const auto& d : plan->devices) inside.push_back(d.container_path);
+  EXPECT_EQ(inside, (std::vector<std::string>{"/dev/nvidia1", "/dev/nvidiactl"}));
+  ASSERT_EQ(plan->mounts.size(), 1u);
+  EXPECT_TRUE(plan->mounts[0].readonly);
+  EXPECT_EQ(plan->gids, (std::vector<uint32_t>{44}));
+  EXPECT_EQ(plan->hooks.size(), 1u);
+  EXPECT_EQ(plan->env[0], "FAKE_DRIVER=1");
+  EXPECT_EQ(plan->env[1], "CUDA_VISIBLE_DEVICES=0");
+  std::ofstream(roots_.cdi_dirs[1] + "/broken.json") << "{";
+  auto broken = crisp::plan_gpus(roots_, "n1", {1});
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.error().find("broken.json: not valid JSON"), std::string::npos);
+}
+
+}  // namespace
