@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   std::string handler;
   std::string level = "info";
   std::string registry_auth;
+  crisp::DeviceRoots device_roots;
   int call_timeout = 30, pull_timeout = 1800, sweep_interval = 30, sandbox_grace = 120, entrypoint_timeout = 60;
   bool version = false;
   app.add_option("--socket", socket_path, "Unix socket to serve")->capture_default_str();
@@ -57,6 +58,10 @@ int main(int argc, char** argv) {
                  "Docker config.json-format file of registry credentials for every user's pulls (root-only)");
   app.add_option("--entrypoint-timeout", entrypoint_timeout, "seconds an image's entrypoint may take")
       ->capture_default_str();
+  app.add_option("--dev-root", device_roots.dev, "where the node's device files are")->capture_default_str();
+  app.add_option("--proc-root", device_roots.proc, "procfs, for /proc/driver/nvidia")->capture_default_str();
+  app.add_option("--gres-conf", device_roots.gres_conf, "Slurm's gres.conf")->capture_default_str();
+  app.add_option("--cdi-dir", device_roots.cdi_dirs, "CDI spec directories, later ones win")->capture_default_str();
   app.add_option("--log-level", level, "debug, info, warn or error")->capture_default_str();
   app.add_flag("--version", version, "print the version and exit");
   CLI11_PARSE(app, argc, argv);
@@ -91,7 +96,12 @@ int main(int argc, char** argv) {
     crisp::log_warn(v.error() + "; requests will fail until it is up");
 
   crisp::ImageStore images(cri);
-  crisp::StepSettings settings{{node, holder}, handler, 2, std::chrono::seconds(entrypoint_timeout), registry_auth};
+  crisp::StepSettings settings;
+  settings.node = {node, holder};
+  settings.runtime_handler = handler;
+  settings.entrypoint_timeout = std::chrono::seconds(entrypoint_timeout);
+  settings.registry_auth_file = registry_auth;
+  settings.devices = device_roots;
   crisp::StepManager steps(cri, images, settings);
   crisp::Sweeper sweeper(steps, std::chrono::seconds(sweep_interval), std::chrono::seconds(sandbox_grace));
   crisp::Server server(steps, images, &sweeper);

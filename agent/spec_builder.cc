@@ -110,6 +110,7 @@ cri::ContainerConfig build_step_container(const StepContainerInput& in, const No
   for (const v1::BindMount& m : in.mounts)
     add_mount(c, m.source(), m.target(), m.readonly(), propagation_of(m.propagation()));
   for (const auto& [host, target] : in.tmpfs) add_mount(c, host, target, false);
+  for (const cri::Device& d : in.devices) *c.add_devices() = d;
   auto mount_workdir_at = [&](const std::string& target) {
     for (const v1::BindMount& m : in.mounts)
       if (m.target() == target) return;  // the user's own mount wins

@@ -50,6 +50,7 @@ struct StepContainerInput {
   // their removal follows the container's.
   std::vector<std::pair<std::string, std::string>> tmpfs;
   std::string tmpfs_root;
+  std::vector<cri::Device> devices;  // the step's GPUs and what they need
 };
 
 // The container's CRI name and the label that finds a named one.

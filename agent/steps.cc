@@ -8,6 +8,7 @@
 
 #include "agent/credentials.h"
 #include "agent/entrypoint.h"
+#include "agent/gres.h"
 #include "agent/labels.h"
 #include "agent/log.h"
 #include "agent/tmpfs.h"
@@ -185,6 +186,29 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     in.mounts.push_back(m);
   }
   v1::CreateStepResponse out;
+  if (!req.gpus().empty()) {
+    auto indices = parse_index_list(req.gpus());
+    if (!indices) return Error{indices.error()};
+    auto plan = plan_gpus(settings_.devices, settings_.node.node_name, *indices);
+    if (!plan) return Error{plan.error()};
+    for (const PlannedDevice& d : plan->devices) {
+      cri::Device dev;
+      dev.set_host_path(d.host_path);
+      dev.set_container_path(d.container_path);
+      dev.set_permissions(d.permissions);
+      in.devices.push_back(dev);
+    }
+    // The admin's CDI spec names these host paths: no user check applies.
+    for (const PlannedMount& m : plan->mounts) {
+      v1::BindMount b;
+      b.set_source(m.host_path);
+      b.set_target(m.container_path);
+      b.set_readonly(m.readonly);
+      in.mounts.push_back(b);
+    }
+    for (uint32_t g : plan->gids) in.groups.push_back(g);
+    for (const std::string& e : plan->env) out.add_device_env(e);
+  }
   if (!req.job_workdir().empty()) {
     // A working directory the user cannot reach stays unmounted; slurmstepd then reports it.
     if (auto wd = resolve_as_user(creds, req.job_workdir()); wd) {

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "agent/cri_client.h"
+#include "agent/gpu_plan.h"
 #include "agent/images.h"
 #include "agent/spec_builder.h"
 #include "crisp.pb.h"
@@ -25,6 +26,7 @@ struct StepSettings {
   std::chrono::seconds entrypoint_timeout{60};
   std::string registry_auth_file;  // the node's Docker-format credentials; empty: none
   std::string holder_exe = kHolderTarget;  // the holder as /proc/PID/exe shows it
+  DeviceRoots devices;
 };
 
 class StepManager {

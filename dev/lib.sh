@@ -30,6 +30,7 @@ PACKAGES=(
 )
 
 source "$CRISP_SRC/dev/node2.sh"
+source "$CRISP_SRC/dev/fake_gpus.sh"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf 'dev: %s\n' "$*" >&2; exit 1; }
@@ -76,7 +77,7 @@ stop_daemon() {
 
 # crispd is stateless, so (re)starting it is always safe; the dev cluster sweeps
 # more often than the default so tests see the safety net act quickly.
-CRISPD_ARGS=${CRISPD_ARGS:---sweep-interval 5}
+CRISPD_ARGS=${CRISPD_ARGS:---sweep-interval 5 $FAKE_GPU_CRISPD_ARGS}
 # start_crispd_on NODE PIDFILE LOGNAME [PREFIX-CMD...]: PREFIX-CMD enters the node's namespaces.
 start_crispd_on() {
   local node=$1 pidfile=$2 name=$3; shift 3

@@ -60,6 +60,8 @@ wait_for containerd 30 ctr --address "$CONTAINERD_SOCK" version
 
 "$CRISP_SRC/dev/images/build.sh"
 
+mkdir -p /etc/slurm
+make_fake_gpus "$(hostname -s)"
 say "starting crispd ($CRISPD_SOCK)"
 start_crispd
 node2_start
@@ -97,7 +99,9 @@ ReturnToService=2
 # More CPUs than the machine has, so tests and benchmarks can run many steps at once.
 SlurmdParameters=config_overrides
 PlugStackConfig=/etc/slurm/plugstack.conf
-NodeName=$node NodeAddr=$NODE1_IP CPUs=32 State=UNKNOWN
+# Four fake GPUs on this node (dev/fake_gpus.sh).
+GresTypes=gpu
+NodeName=$node NodeAddr=$NODE1_IP CPUs=32 Gres=gpu:4 State=UNKNOWN
 NodeName=$NODE2 NodeAddr=$NODE2_IP CPUs=32 State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 PartitionName=multi Nodes=$node,$NODE2 MaxTime=INFINITE State=UP OverSubscribe=YES

@@ -157,6 +157,10 @@ int remote_task_init(spank_t sp) {
   std::vector<std::string> job_env = seam::job_env(sp);
   std::vector<EnvEdit> edits = merge_env(image_env, job_env, st.opts.env_names);
   for (EnvEdit& e : pytorch_env(image_env, job_env)) edits.push_back(std::move(e));
+  for (const std::string& kv : st.container.device_env()) {
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) edits.push_back({kv.substr(0, eq), kv.substr(eq + 1)});
+  }
 
   std::string dir = st.opts.workdir;
   if (dir.empty() && !st.container.job_workdir_mounted() && !st.container.image_workdir().empty())

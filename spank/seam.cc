@@ -47,7 +47,12 @@ Result<StepContext> read_step(spank_t sp) {
   if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &ngids) == ESPANK_SUCCESS)
     for (int i = 0; i < ngids; ++i) s.groups.push_back(gids[i]);
   s.user = user_name(s.uid);
-  s.workdir = job_workdir_from_env(job_env(sp));
+  std::vector<std::string> env = job_env(sp);
+  s.workdir = job_workdir_from_env(env);
+  // Set by slurmstepd before the plugin runs: gres indices of the step's GPUs.
+  for (const std::string& kv : env)
+    if (starts_with(kv, "SLURM_STEP_GPUS=") || (s.gpus.empty() && starts_with(kv, "SLURM_JOB_GPUS=")))
+      s.gpus = kv.substr(kv.find('=') + 1);
   s.stepd_pid = getpid();
   // Slurm's SLURM_BATCH_SCRIPT step runs the spooled script, argv[0].
   constexpr uint32_t kBatchStep = 0xfffffffb;

@@ -39,6 +39,7 @@ v1::CreateStepRequest build_create_request(const StepContext& step, const Contai
   req.set_entrypoint(opts.entrypoint);
   req.set_entrypoint_log(opts.entrypoint_log);
   req.set_batch_script(step.batch_script);
+  req.set_gpus(step.gpus);
   return req;
 }
 

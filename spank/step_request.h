@@ -21,6 +21,7 @@ struct StepContext {
   std::string workdir;  // the job's working directory on the node
   int32_t stepd_pid = 0;
   std::string batch_script;  // the batch step's spooled script; empty for other steps
+  std::string gpus;          // SLURM_STEP_GPUS (SLURM_JOB_GPUS for the batch step)
 };
 
 v1::CreateStepRequest build_create_request(const StepContext& step, const ContainerOptions& opts,

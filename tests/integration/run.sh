@@ -362,6 +362,7 @@ test_crispctl_pull() {
 
 source "$CRISP_SRC/tests/integration/pyxis_tests.sh"
 source "$CRISP_SRC/tests/integration/multinode_tests.sh"
+source "$CRISP_SRC/tests/integration/gpu_tests.sh"
 
 setup
 t os_release_is_the_images
@@ -404,5 +405,6 @@ t registry_credentials
 t two_nodes_one_container_each
 t mpi_pmix_openmpi
 t mpi_pmi2_mpich
+t gpus_follow_the_allocation
 echo "integration: $passed passed, $failed failed"
 ((failed == 0))

@@ -178,7 +178,9 @@ class AgentTest : public ::testing::Test {
   }
   // The fake's containers report this test's pid, so the "holder" is this binary.
   static crisp::StepSettings settings() {
-    crisp::StepSettings s{{"n1", "/bin/true"}, "", 0, 60s, ""};
+    crisp::StepSettings s;
+    s.node = {"n1", "/bin/true"};
+    s.stop_timeout_s = 0;
     char exe[4096] = {};
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     s.holder_exe = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";

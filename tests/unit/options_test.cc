@@ -141,7 +141,7 @@ TEST(StepRequest, CarriesIdentityImageAndMounts) {
               {"NAME", "keep"}}),
       kDefaults);
   ASSERT_TRUE(opts.ok());
-  crisp::StepContext step{42, 3, 1000, 1000, {1000, 27}, "alice", "/home/alice/run", 4242, ""};
+  crisp::StepContext step{42, 3, 1000, 1000, {1000, 27}, "alice", "/home/alice/run", 4242, "", "0,2"};
   auto req = crisp::build_create_request(step, *opts, kDefaults);
   EXPECT_EQ(req.job_id(), 42u);
   EXPECT_EQ(req.step_id(), 3u);
@@ -157,6 +157,7 @@ TEST(StepRequest, CarriesIdentityImageAndMounts) {
   EXPECT_EQ(req.job_workdir(), "/home/alice/run");
   EXPECT_EQ(req.stepd_pid(), 4242);
   EXPECT_EQ(req.name(), "keep");
+  EXPECT_EQ(req.gpus(), "0,2");
   EXPECT_EQ(req.name_mode(), crisp::v1::NAME_AUTO);
   EXPECT_FALSE(req.global_scope());
   crisp::PluginConfig no_workdir;

@@ -1,0 +1,26 @@
+# Integration tests of device injection on the dev cluster's fake GPUs
+# (dev/fake_gpus.sh: mknod'ed NVIDIA device files, a CDI spec, gres.conf), sourced by run.sh.
+
+list_dev() { as_user "${SRUN[@]}" "$@" --container-image="$TEST_IMAGE" sh -c 'ls /dev | tr "\n" " "'; }
+
+test_gpus_follow_the_allocation() {
+  local base; base=$(list_dev)
+  expect "no GPU asked, no GPU device" lacks "$base" nvidia
+  run as_user "${SRUN[@]}" --gres=gpu:2 --container-image="$TEST_IMAGE" \
+    sh -c 'ls /dev | tr "\n" " "; echo; echo "$CUDA_VISIBLE_DEVICES|$NVIDIA_DRIVER_CAPABILITIES"; cat /usr/lib/x86_64-linux-gnu/libcuda.so.1'
+  local devs; devs=$(head -1 <<<"$OUT")
+  local want; want=$(tr ' ' '\n' <<<"$base nvidia0 nvidia1 nvidiactl nvidia-uvm" | grep . | sort | tr '\n' ' ')
+  expect "gpu:2: exactly two GPUs and the control devices more than a plain step" equals \
+    "$(tr ' ' '\n' <<<"$devs" | grep . | sort | tr '\n' ' ')" "$want"
+  expect "CUDA sees them as 0,1; the CDI spec's variable is set" equals "$(sed -n 2p <<<"$OUT")" "0,1|compute,utility"
+  expect "the CDI spec's mount is there" equals "$(sed -n 3p <<<"$OUT")" "fake driver"
+  # A second job gets the GPU the first does not hold.
+  local name=crisp-it-gpu-$RANDOM
+  as_user "${SRUN[@]}" -J "$name" --gres=gpu:1 --container-image="$TEST_IMAGE" sleep 30 >/dev/null 2>&1 &
+  local holder=$!
+  running_job "$name" >/dev/null
+  run as_user "${SRUN[@]}" --gres=gpu:1 --container-image="$TEST_IMAGE" \
+    sh -c 'ls /dev | grep "^nvidia[0-9]" | tr "\n" " "; echo "$SLURM_STEP_GPUS|$CUDA_VISIBLE_DEVICES"'
+  expect "gpu:1 beside a running gpu:1 job: its own GPU only" equals "$OUT" "nvidia1 1|0"
+  scancel -n "$name"; wait "$holder" 2>/dev/null
+}
