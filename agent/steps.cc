@@ -20,6 +20,14 @@
 namespace crisp {
 namespace {
 
+v1::BindMount bind_mount(const std::string& source, const std::string& target, bool readonly) {
+  v1::BindMount m;
+  m.set_source(source);
+  m.set_target(target);
+  m.set_readonly(readonly);
+  return m;
+}
+
 std::string job_text(uint32_t job, uint32_t step) { return "job " + std::to_string(job) + " step " + labels::step_name(step); }
 
 }  // namespace
@@ -172,18 +180,11 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     if (!home) return Error{home.error()};
     auto dir = resolve_as_user(creds, *home);
     if (!dir) return fail("--container-mount-home: your home directory " + dir.error());
-    v1::BindMount m;
-    m.set_source(*dir);
-    m.set_target(*home);
-    in.mounts.push_back(m);
+    in.mounts.push_back(bind_mount(*dir, *home, false));
   }
   if (!req.batch_script().empty()) {
     // slurmd spooled it; slurmstepd (root) vouches for the path.
-    v1::BindMount m;
-    m.set_source(req.batch_script());
-    m.set_target(req.batch_script());
-    m.set_readonly(true);
-    in.mounts.push_back(m);
+    in.mounts.push_back(bind_mount(req.batch_script(), req.batch_script(), true));
   }
   v1::CreateStepResponse out;
   if (!req.gpus().empty()) {
@@ -199,13 +200,7 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
       in.devices.push_back(dev);
     }
     // The admin's CDI spec names these host paths: no user check applies.
-    for (const PlannedMount& m : plan->mounts) {
-      v1::BindMount b;
-      b.set_source(m.host_path);
-      b.set_target(m.container_path);
-      b.set_readonly(m.readonly);
-      in.mounts.push_back(b);
-    }
+    for (const PlannedMount& m : plan->mounts) in.mounts.push_back(bind_mount(m.host_path, m.container_path, m.readonly));
     for (uint32_t g : plan->gids) in.groups.push_back(g);
     for (const std::string& e : plan->env) out.add_device_env(e);
   }
