@@ -62,6 +62,11 @@ int main(int argc, char** argv) {
   app.add_option("--proc-root", device_roots.proc, "procfs, for /proc/driver/nvidia")->capture_default_str();
   app.add_option("--gres-conf", device_roots.gres_conf, "Slurm's gres.conf")->capture_default_str();
   app.add_option("--cdi-dir", device_roots.cdi_dirs, "CDI spec directories, later ones win")->capture_default_str();
+  app.add_option("--sys-root", device_roots.sys, "sysfs, for HCAs and PCI topology")->capture_default_str();
+  std::string hca_policy = "all";
+  app.add_option("--hca-policy", hca_policy, "RDMA devices a step gets: all, or nearest (to its GPUs)")
+      ->check(CLI::IsMember({"all", "nearest"}))
+      ->capture_default_str();
   app.add_option("--log-level", level, "debug, info, warn or error")->capture_default_str();
   app.add_flag("--version", version, "print the version and exit");
   CLI11_PARSE(app, argc, argv);
@@ -102,6 +107,7 @@ int main(int argc, char** argv) {
   settings.entrypoint_timeout = std::chrono::seconds(entrypoint_timeout);
   settings.registry_auth_file = registry_auth;
   settings.devices = device_roots;
+  settings.hca_policy = hca_policy == "nearest" ? crisp::HcaPolicy::kNearestGpu : crisp::HcaPolicy::kAll;
   crisp::StepManager steps(cri, images, settings);
   crisp::Sweeper sweeper(steps, std::chrono::seconds(sweep_interval), std::chrono::seconds(sandbox_grace));
   crisp::Server server(steps, images, &sweeper);

@@ -117,6 +117,11 @@ Result<GpuPlan> plan_gpus(const DeviceRoots& roots, const std::string& node, con
       return fail("GPU index " + std::to_string(index) + " is not in " + roots.gres_conf + " (" +
                   std::to_string(files->size()) + " gpu files for node " + node + ")");
     const std::string& file = (*files)[index];
+    struct stat st {};
+    bool is_device = stat(file.c_str(), &st) == 0 && S_ISCHR(st.st_mode);
+    std::optional<GpuIdentity> id;
+    if (is_device) id = nvidia_gpu_by_minor(roots, minor(st.st_rdev));
+    if (id) plan.gpu_bdfs.push_back(id->bdf);
     const CdiDevice* cdi = nullptr;
     // Specs of later directories win (the CDI spec's rule): look at them first.
     for (auto s = specs->rbegin(); s != specs->rend() && !cdi; ++s)
@@ -124,15 +129,13 @@ Result<GpuPlan> plan_gpus(const DeviceRoots& roots, const std::string& node, con
         used.push_back(&*s);
     if (cdi) {
       apply_edits(plan, cdi->edits);
-    } else {
-      struct stat st {};
-      if (stat(file.c_str(), &st) != 0 || !S_ISCHR(st.st_mode))
-        return fail("GPU device " + file + " (gres index " + std::to_string(index) + ") is not a character device");
-      add_device(plan, {file, inside_dev(roots, file)});
-      nvidia_fallback = nvidia_fallback || file.find("nvidia") != std::string::npos;
-      if (auto id = nvidia_gpu_by_minor(roots, minor(st.st_rdev)); id && !id->uuid.empty()) uuids.push_back(id->uuid);
-      else uuids.push_back(std::to_string(minor(st.st_rdev)));
+      continue;
     }
+    if (!is_device)
+      return fail("GPU device " + file + " (gres index " + std::to_string(index) + ") is not a character device");
+    add_device(plan, {file, inside_dev(roots, file)});
+    nvidia_fallback = nvidia_fallback || file.find("nvidia") != std::string::npos;
+    uuids.push_back(id && !id->uuid.empty() ? id->uuid : std::to_string(minor(st.st_rdev)));
   }
   for (const CdiSpec* s : used) apply_edits(plan, s->edits);
   if (nvidia_fallback)

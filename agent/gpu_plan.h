@@ -17,6 +17,7 @@ namespace crisp {
 struct DeviceRoots {
   std::string dev = "/dev";
   std::string proc = "/proc";
+  std::string sys = "/sys";
   std::string gres_conf = "/etc/slurm/gres.conf";
   std::vector<std::string> cdi_dirs = {"/etc/cdi", "/var/run/cdi"};
 };
@@ -39,6 +40,7 @@ struct GpuPlan {
   std::vector<std::string> env;  // NAME=VALUE, over the image's and the job's
   std::vector<uint32_t> gids;
   std::vector<CdiHook> hooks;    // createContainer hooks of the CDI specs used
+  std::vector<std::string> gpu_bdfs;  // PCI addresses of the GPUs, where the driver tells
 };
 
 // The GPU of a device file as the NVIDIA driver reports it.

@@ -17,6 +17,7 @@ inline constexpr const char* kImage = "crisp.slurm/image";
 inline constexpr const char* kName = "crisp.slurm/name";              // a named container
 inline constexpr const char* kEntrypoint = "crisp.slurm/entrypoint";  // "true": its env is the holder's
 inline constexpr const char* kTmpfs = "crisp.slurm/tmpfs";            // host dir of its tmpfs mounts
+inline constexpr const char* kHcaView = "crisp.slurm/hca-view";       // host dir of its /sys/class/infiniband
 // What crictl prints in its POD, NAMESPACE and NAME columns.
 inline constexpr const char* kPodName = "io.kubernetes.pod.name";
 inline constexpr const char* kPodNamespace = "io.kubernetes.pod.namespace";

@@ -100,6 +100,7 @@ cri::ContainerConfig build_step_container(const StepContainerInput& in, const No
   else l[labels::kName] = in.name;
   if (!in.entrypoint.empty()) l[labels::kEntrypoint] = "true";
   if (!in.tmpfs_root.empty()) l[labels::kTmpfs] = in.tmpfs_root;
+  if (!in.hca_view.empty()) l[labels::kHcaView] = in.hca_view;
   l[labels::kImage] = in.image;
   l[labels::kPodName] = build_sandbox_config(in.job, node).metadata().name();
   l[labels::kPodNamespace] = labels::kNamespace;
@@ -111,6 +112,7 @@ cri::ContainerConfig build_step_container(const StepContainerInput& in, const No
     add_mount(c, m.source(), m.target(), m.readonly(), propagation_of(m.propagation()));
   for (const auto& [host, target] : in.tmpfs) add_mount(c, host, target, false);
   for (const cri::Device& d : in.devices) *c.add_devices() = d;
+  if (!in.hca_view.empty()) add_mount(c, in.hca_view, "/sys/class/infiniband", true);
   auto mount_workdir_at = [&](const std::string& target) {
     for (const v1::BindMount& m : in.mounts)
       if (m.target() == target) return;  // the user's own mount wins

@@ -50,7 +50,8 @@ struct StepContainerInput {
   // their removal follows the container's.
   std::vector<std::pair<std::string, std::string>> tmpfs;
   std::string tmpfs_root;
-  std::vector<cri::Device> devices;  // the step's GPUs and what they need
+  std::vector<cri::Device> devices;  // the step's GPUs and HCAs, and what they need
+  std::string hca_view;              // host dir mounted over /sys/class/infiniband; empty: none
 };
 
 // The container's CRI name and the label that finds a named one.

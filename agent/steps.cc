@@ -1,6 +1,7 @@
 #include "agent/steps.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <chrono>
@@ -187,23 +188,30 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     in.mounts.push_back(bind_mount(req.batch_script(), req.batch_script(), true));
   }
   v1::CreateStepResponse out;
-  if (!req.gpus().empty()) {
-    auto indices = parse_index_list(req.gpus());
-    if (!indices) return Error{indices.error()};
-    auto plan = plan_gpus(settings_.devices, settings_.node.node_name, *indices);
-    if (!plan) return Error{plan.error()};
-    for (const PlannedDevice& d : plan->devices) {
+  auto add_devices = [&](const std::vector<PlannedDevice>& devices, const std::vector<std::string>& env) {
+    for (const PlannedDevice& d : devices) {
       cri::Device dev;
       dev.set_host_path(d.host_path);
       dev.set_container_path(d.container_path);
       dev.set_permissions(d.permissions);
       in.devices.push_back(dev);
     }
+    for (const std::string& e : env) out.add_device_env(e);
+  };
+  std::vector<std::string> gpu_bdfs;
+  if (!req.gpus().empty()) {
+    auto indices = parse_index_list(req.gpus());
+    if (!indices) return Error{indices.error()};
+    auto plan = plan_gpus(settings_.devices, settings_.node.node_name, *indices);
+    if (!plan) return Error{plan.error()};
+    add_devices(plan->devices, plan->env);
     // The admin's CDI spec names these host paths: no user check applies.
     for (const PlannedMount& m : plan->mounts) in.mounts.push_back(bind_mount(m.host_path, m.container_path, m.readonly));
     for (uint32_t g : plan->gids) in.groups.push_back(g);
-    for (const std::string& e : plan->env) out.add_device_env(e);
+    gpu_bdfs = plan->gpu_bdfs;
   }
+  RdmaPlan rdma = plan_rdma(settings_.devices, settings_.hca_policy, gpu_bdfs);
+  add_devices(rdma.devices, rdma.env);
   if (!req.job_workdir().empty()) {
     // A working directory the user cannot reach stays unmounted; slurmstepd then reports it.
     if (auto wd = resolve_as_user(creds, req.job_workdir()); wd) {
@@ -244,6 +252,14 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     for (const v1::BindMount& m : req.mounts())
       if (m.tmpfs()) in.tmpfs.emplace_back((*dirs)[i++], m.target());
   }
+  // Only the chosen HCAs show in /sys/class/infiniband, where the node has that class.
+  struct stat ib {};
+  if (!rdma.hcas.empty() && rdma.hcas.size() < list_hcas(settings_.devices).size() &&
+      stat(settings_.container_sysfs_class.c_str(), &ib) == 0) {
+    std::string view = std::string(kTmpfsBase) + "-hca/" + key;
+    if (auto s = make_hca_view(settings_.container_sysfs_class, rdma.hcas, view); !s) return Error{s.error()};
+    in.hca_view = view;
+  }
   if (!in.entrypoint.empty()) {
     // Its output explains a failing entrypoint, and is shown on request.
     if (auto s = prepare_log_directory(); !s) return Error{s.error()};
@@ -257,8 +273,10 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     cri::Container c;
     c.set_id(container_id);
     if (!in.tmpfs_root.empty()) (*c.mutable_labels())[labels::kTmpfs] = in.tmpfs_root;
+    if (!in.hca_view.empty()) (*c.mutable_labels())[labels::kHcaView] = in.hca_view;
     if (container_id.empty()) {
       if (!in.tmpfs_root.empty()) remove_tmpfs(in.tmpfs_root);
+      if (!in.hca_view.empty()) remove_hca_view(in.hca_view);
     } else {
       (void)remove_containers({c}, undo);
     }
@@ -341,6 +359,7 @@ Status StepManager::remove_containers(const std::vector<cri::Container>& contain
     }
     out.set_removed_containers(out.removed_containers() + 1);
     if (auto it = c.labels().find(labels::kTmpfs); it != c.labels().end()) remove_tmpfs(it->second);
+    if (auto it = c.labels().find(labels::kHcaView); it != c.labels().end()) remove_hca_view(it->second);
   }
   return result;
 }

@@ -13,6 +13,7 @@
 
 #include "agent/cri_client.h"
 #include "agent/gpu_plan.h"
+#include "agent/rdma_plan.h"
 #include "agent/images.h"
 #include "agent/spec_builder.h"
 #include "crisp.pb.h"
@@ -27,6 +28,9 @@ struct StepSettings {
   std::string registry_auth_file;  // the node's Docker-format credentials; empty: none
   std::string holder_exe = kHolderTarget;  // the holder as /proc/PID/exe shows it
   DeviceRoots devices;
+  HcaPolicy hca_policy = HcaPolicy::kAll;
+  // The sysfs the containers see (runc mounts the host's): where the HCA view must cover.
+  std::string container_sysfs_class = "/sys/class/infiniband";
 };
 
 class StepManager {

@@ -2,6 +2,7 @@
 # device files made with mknod (major 195 without a driver: opening them fails,
 # nothing else happens), a fake /proc/driver/nvidia, a CDI spec that names
 # them with a fake driver library, and the gres.conf line Slurm allocates from.
+# And one fake HCA, mlx5_0: a sysfs tree and its verbs, rdma_cm and umad devices.
 FAKE_GPU=$STATE/fakegpu
 
 make_fake_gpus() {
@@ -29,7 +30,15 @@ make_fake_gpus() {
       "$FAKE_GPU/lib/libcuda.so.1"
   } >"$FAKE_GPU/cdi/fake-nvidia.yaml"
   echo "NodeName=$node Name=gpu File=$FAKE_GPU/dev/nvidia[0-3]" >/etc/slurm/gres.conf
+
+  local pci=$FAKE_GPU/sys/devices/pci0000:00/0000:00:02.0/0000:03:00.0
+  mkdir -p "$pci/infiniband_verbs/uverbs0" "$FAKE_GPU/sys/class/infiniband/mlx5_0/ports/1" "$FAKE_GPU/dev/infiniband"
+  echo 0 >"$pci/numa_node"
+  ln -sfn "$pci" "$FAKE_GPU/sys/class/infiniband/mlx5_0/device"
+  [[ -c $FAKE_GPU/dev/infiniband/uverbs0 ]] || mknod -m 666 "$FAKE_GPU/dev/infiniband/uverbs0" c 231 192
+  [[ -c $FAKE_GPU/dev/infiniband/rdma_cm ]] || mknod -m 666 "$FAKE_GPU/dev/infiniband/rdma_cm" c 10 58
+  [[ -c $FAKE_GPU/dev/infiniband/umad0 ]] || mknod -m 600 "$FAKE_GPU/dev/infiniband/umad0" c 231 0
 }
 
 # crispd's view of the fake GPUs.
-FAKE_GPU_CRISPD_ARGS="--dev-root $FAKE_GPU/dev --proc-root $FAKE_GPU/proc --cdi-dir $FAKE_GPU/cdi"
+FAKE_GPU_CRISPD_ARGS="--dev-root $FAKE_GPU/dev --proc-root $FAKE_GPU/proc --sys-root $FAKE_GPU/sys --cdi-dir $FAKE_GPU/cdi"

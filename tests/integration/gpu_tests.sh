@@ -24,3 +24,9 @@ test_gpus_follow_the_allocation() {
   expect "gpu:1 beside a running gpu:1 job: its own GPU only" equals "$OUT" "nvidia1 1|0"
   scancel -n "$name"; wait "$holder" 2>/dev/null
 }
+
+test_rdma_devices() {
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" sh -c 'ls /dev/infiniband | tr "\n" " "; echo; echo "$NCCL_IB_HCA"'
+  expect "the HCA's verbs device and rdma_cm, never umad" equals "$(head -1 <<<"$OUT")" "rdma_cm uverbs0 "
+  expect "NCCL_IB_HCA names it" equals "$(sed -n 2p <<<"$OUT")" "=mlx5_0:1"
+}

@@ -406,5 +406,6 @@ t two_nodes_one_container_each
 t mpi_pmix_openmpi
 t mpi_pmi2_mpich
 t gpus_follow_the_allocation
+t rdma_devices
 echo "integration: $passed passed, $failed failed"
 ((failed == 0))

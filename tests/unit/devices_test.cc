@@ -226,3 +226,96 @@ TEST_F(FakeGpuNode, ACdiSpecNamingTheDevicesIsApplied) {
 }
 
 }  // namespace
+
+#include "agent/rdma_plan.h"
+
+namespace {
+
+// Two HCAs: mlx5_0 behind the PCIe switch of GPU 0000:05:00.0 (NUMA 0), mlx5_1
+// on the other root complex (NUMA 1), where GPU 0000:82:00.0 sits on another root port.
+class FakeRdmaNode : public FakeGpuNode {
+ protected:
+  void SetUp() override {
+    FakeGpuNode::SetUp();
+    if (IsSkipped()) return;
+    roots_.sys = root_ + "/sys";
+    std::string sw = roots_.sys + "/devices/pci0000:00/0000:00:01.0/0000:02:00.0";
+    pci(sw + "/0000:03:00.0/0000:04:00.0", 0);
+    pci(sw + "/0000:03:01.0/0000:05:00.0", 0);
+    pci(roots_.sys + "/devices/pci0000:80/0000:80:01.0/0000:81:00.0", 1);
+    pci(roots_.sys + "/devices/pci0000:80/0000:80:02.0/0000:82:00.0", 1);
+    hca("mlx5_0", sw + "/0000:03:00.0/0000:04:00.0", "uverbs0");
+    hca("mlx5_1", roots_.sys + "/devices/pci0000:80/0000:80:01.0/0000:81:00.0", "uverbs1");
+    sh("mkdir -p " + roots_.sys + "/bus/pci/devices " + roots_.dev + "/infiniband");
+    sh("ln -s " + sw + "/0000:03:01.0/0000:05:00.0 " + roots_.sys + "/bus/pci/devices/0000:05:00.0");
+    sh("ln -s " + roots_.sys + "/devices/pci0000:80/0000:80:02.0/0000:82:00.0 " + roots_.sys + "/bus/pci/devices/0000:82:00.0");
+    for (auto [name, minor] : {std::pair{"uverbs0", 192}, {"uverbs1", 193}, {"umad0", 0}, {"rdma_cm", 58}})
+      ASSERT_EQ(mknod((roots_.dev + "/infiniband/" + name).c_str(), S_IFCHR | 0666, makedev(231, minor)), 0);
+  }
+  void sh(const std::string& cmd) { ASSERT_EQ(system(cmd.c_str()), 0) << cmd; }
+  void pci(const std::string& dir, int numa) {
+    sh("mkdir -p " + dir);
+    std::ofstream(dir + "/numa_node") << numa << "\n";
+  }
+  void hca(const std::string& name, const std::string& dev, const std::string& verbs) {
+    std::string cls = roots_.sys + "/class/infiniband/" + name;
+    sh("mkdir -p " + cls + "/ports/1 " + dev + "/infiniband_verbs/" + verbs);
+    sh("ln -s " + dev + " " + cls + "/device");
+  }
+  std::vector<std::string> names(const std::vector<crisp::Hca>& hs) {
+    std::vector<std::string> out;
+    for (const auto& h : hs) out.push_back(h.name);
+    return out;
+  }
+};
+
+TEST_F(FakeRdmaNode, AllHcasByDefaultWithVerbsAndRdmaCmButNoUmad) {
+  auto plan = crisp::plan_rdma(roots_, crisp::HcaPolicy::kAll, {});
+  std::vector<std::string> inside;
+  for (const auto& d : plan.devices) inside.push_back(d.container_path);
+  EXPECT_EQ(inside, (std::vector<std::string>{"/dev/infiniband/uverbs0", "/dev/infiniband/uverbs1", "/dev/infiniband/rdma_cm"}));
+  EXPECT_EQ(plan.env, (std::vector<std::string>{"NCCL_IB_HCA==mlx5_0:1,mlx5_1:1"}));
+  EXPECT_EQ(names(plan.hcas), (std::vector<std::string>{"mlx5_0", "mlx5_1"}));
+}
+
+TEST_F(FakeRdmaNode, NearestHcaBySwitchThenNuma) {
+  auto hcas = crisp::list_hcas(roots_);
+  ASSERT_EQ(hcas.size(), 2u);
+  EXPECT_EQ(hcas[1].numa_node, 1);
+  EXPECT_EQ(names(crisp::choose_hcas(roots_, hcas, crisp::HcaPolicy::kNearestGpu, {"0000:05:00.0"})),
+            std::vector<std::string>{"mlx5_0"}) << "same PCIe switch";
+  EXPECT_EQ(names(crisp::choose_hcas(roots_, hcas, crisp::HcaPolicy::kNearestGpu, {"0000:82:00.0"})),
+            std::vector<std::string>{"mlx5_1"}) << "another root port, same NUMA node";
+  EXPECT_EQ(crisp::choose_hcas(roots_, hcas, crisp::HcaPolicy::kNearestGpu, {}).size(), 2u) << "no GPU: all";
+  auto plan = crisp::plan_rdma(roots_, crisp::HcaPolicy::kNearestGpu, {"0000:05:00.0"});
+  EXPECT_EQ(plan.env, (std::vector<std::string>{"NCCL_IB_HCA==mlx5_0:1"}));
+  EXPECT_EQ(plan.devices.size(), 2u);
+}
+
+TEST_F(FakeRdmaNode, GpuPlanKnowsItsGpusPciAddresses) {
+  auto plan = crisp::plan_gpus(roots_, "n1", {2});
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  EXPECT_EQ(plan->gpu_bdfs, (std::vector<std::string>{"0000:03:00.0"}));
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(FakeRdmaNode, HcaViewShowsOnlyTheChosen) {
+  // The kernel's /sys/class/infiniband holds relative symlinks into /sys/devices.
+  std::string cls = root_ + "/class-ib";
+  sh("mkdir -p " + cls + " && ln -s ../../devices/pci0000:00/x/infiniband/mlx5_0 " + cls +
+     "/mlx5_0 && ln -s ../../devices/pci0000:80/y/infiniband/mlx5_1 " + cls + "/mlx5_1");
+  auto hcas = crisp::list_hcas(roots_);
+  std::string view = root_ + "/views/job.0";
+  ASSERT_TRUE(crisp::make_hca_view(cls, {hcas[1]}, view).ok());
+  char target[256] = {};
+  ASSERT_GT(readlink((view + "/mlx5_1").c_str(), target, sizeof target - 1), 0);
+  EXPECT_EQ(std::string(target), "../../devices/pci0000:80/y/infiniband/mlx5_1");
+  EXPECT_NE(access((view + "/mlx5_0").c_str(), F_OK), 0) << "the other HCA is not shown";
+  crisp::remove_hca_view(view);
+  EXPECT_NE(access(view.c_str(), F_OK), 0);
+}
+
+}  // namespace
