@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/driver_discovery.h"
 #include "agent/gres.h"
 #include "common/strings.h"
 
@@ -138,12 +139,15 @@ Result<GpuPlan> plan_gpus(const DeviceRoots& roots, const std::string& node, con
     uuids.push_back(id && !id->uuid.empty() ? id->uuid : std::to_string(minor(st.st_rdev)));
   }
   for (const CdiSpec* s : used) apply_edits(plan, s->edits);
-  if (nvidia_fallback)
+  if (nvidia_fallback) {
     for (const char* ctl : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"}) {
       std::string host = roots.dev + "/" + ctl;
       struct stat st {};
       if (stat(host.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) add_device(plan, {host, std::string("/dev/") + ctl});
     }
+    for (PlannedMount& m : discover_nvidia_driver(roots.ld_cache, roots.bin_dirs)) plan.mounts.push_back(std::move(m));
+    plan.driver_mounted = true;
+  }
   // Inside, only these GPUs exist: CUDA numbers them from 0.
   std::vector<std::string> visible;
   for (size_t i = 0; i < indices.size(); ++i) visible.push_back(std::to_string(i));

@@ -20,6 +20,9 @@ struct DeviceRoots {
   std::string sys = "/sys";
   std::string gres_conf = "/etc/slurm/gres.conf";
   std::vector<std::string> cdi_dirs = {"/etc/cdi", "/var/run/cdi"};
+  // Where NVIDIA's user-space driver is found when no CDI spec describes it.
+  std::string ld_cache = "/etc/ld.so.cache";
+  std::vector<std::string> bin_dirs = {"/usr/bin", "/usr/sbin", "/usr/local/bin"};
 };
 
 struct PlannedDevice {
@@ -41,6 +44,7 @@ struct GpuPlan {
   std::vector<uint32_t> gids;
   std::vector<CdiHook> hooks;    // createContainer hooks of the CDI specs used
   std::vector<std::string> gpu_bdfs;  // PCI addresses of the GPUs, where the driver tells
+  bool driver_mounted = false;  // the driver's files are under /usr/local/nvidia
 };
 
 // The GPU of a device file as the NVIDIA driver reports it.

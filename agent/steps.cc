@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "agent/credentials.h"
+#include "agent/driver_discovery.h"
 #include "agent/entrypoint.h"
 #include "agent/gres.h"
 #include "agent/labels.h"
@@ -199,6 +200,7 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     for (const std::string& e : env) out.add_device_env(e);
   };
   std::vector<std::string> gpu_bdfs;
+  bool driver_mounted = false;
   if (!req.gpus().empty()) {
     auto indices = parse_index_list(req.gpus());
     if (!indices) return Error{indices.error()};
@@ -209,6 +211,7 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     for (const PlannedMount& m : plan->mounts) in.mounts.push_back(bind_mount(m.host_path, m.container_path, m.readonly));
     for (uint32_t g : plan->gids) in.groups.push_back(g);
     gpu_bdfs = plan->gpu_bdfs;
+    driver_mounted = plan->driver_mounted;
   }
   RdmaPlan rdma = plan_rdma(settings_.devices, settings_.hca_policy, gpu_bdfs);
   add_devices(rdma.devices, rdma.env);
@@ -230,6 +233,8 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   for (const std::string& e : config->entrypoint) out.add_entrypoint(e);
   for (const std::string& c : config->cmd) out.add_cmd(c);
   if (req.entrypoint()) in.entrypoint = config->entrypoint;
+  if (driver_mounted)
+    for (const std::string& e : driver_path_env(config->env)) out.add_device_env(e);
 
   auto lock = lock_job(scope.job_id);
   if (named) {

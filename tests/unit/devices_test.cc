@@ -319,3 +319,43 @@ TEST_F(FakeRdmaNode, HcaViewShowsOnlyTheChosen) {
 }
 
 }  // namespace
+
+#include "agent/driver_discovery.h"
+
+namespace {
+
+TEST(DriverDiscovery, LdconfigListingAndPaths) {
+  auto libs = crisp::parse_ldconfig_listing(
+      "3 libs found in cache `/etc/ld.so.cache'\n"
+      "\tlibnvidia-ml.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1\n"
+      "\tlibcuda.so.1 (libc6) => /usr/lib/i386-linux-gnu/libcuda.so.1\n"
+      "\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1\n");
+  ASSERT_EQ(libs.size(), 2u) << "64-bit entries only";
+  EXPECT_EQ(libs[1].soname, "libcuda.so.1");
+  EXPECT_EQ(libs[1].path, "/usr/lib/x86_64-linux-gnu/libcuda.so.1");
+  EXPECT_EQ(crisp::driver_path_env({"PATH=/bin", "LD_LIBRARY_PATH=/usr/local/nvidia/lib64"}),
+            (std::vector<std::string>{"PATH=/bin:/usr/local/nvidia/bin"}));
+  EXPECT_EQ(crisp::driver_path_env({})[0], "LD_LIBRARY_PATH=/usr/local/nvidia/lib64");
+}
+
+TEST_F(FakeGpuNode, WithoutCdiTheDriverComesFromTheLdCache) {
+  // A library whose soname is libcuda.so.1, cached by the real ldconfig, and an nvidia-smi.
+  std::string lib = root_ + "/lib";
+  ASSERT_EQ(system(("mkdir -p " + lib + " " + root_ + "/bin && echo 'int cuInit(int f){return f;}' > " + root_ +
+                    "/c.c && cc -shared -fPIC -Wl,-soname,libcuda.so.1 -o " + lib + "/libcuda.so.1 " + root_ +
+                    "/c.c && echo " + lib + " > " + root_ + "/ld.so.conf && ldconfig -C " + root_ + "/ld.so.cache -f " +
+                    root_ + "/ld.so.conf && printf '#!/bin/sh\\n' > " + root_ + "/bin/nvidia-smi")
+                       .c_str()),
+            0);
+  roots_.ld_cache = root_ + "/ld.so.cache";
+  roots_.bin_dirs = {root_ + "/none", root_ + "/bin"};
+  auto plan = crisp::plan_gpus(roots_, "n1", {0});
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  EXPECT_TRUE(plan->driver_mounted);
+  std::vector<std::string> inside;
+  for (const auto& m : plan->mounts) inside.push_back(m.host_path + " " + m.container_path + (m.readonly ? " ro" : ""));
+  EXPECT_EQ(inside, (std::vector<std::string>{lib + "/libcuda.so.1 /usr/local/nvidia/lib64/libcuda.so.1 ro",
+                                              root_ + "/bin/nvidia-smi /usr/local/nvidia/bin/nvidia-smi ro"}));
+}
+
+}  // namespace
