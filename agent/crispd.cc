@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
   app.add_option("--cdi-dir", device_roots.cdi_dirs, "CDI spec directories, later ones win")->capture_default_str();
   app.add_option("--sys-root", device_roots.sys, "sysfs, for HCAs and PCI topology")->capture_default_str();
   std::string hca_policy = "all";
+  std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
+  app.add_option("--bundle-root", bundle_root, "containerd's task bundles (the OCI state of CDI hooks)")
+      ->capture_default_str();
   app.add_option("--hca-policy", hca_policy, "RDMA devices a step gets: all, or nearest (to its GPUs)")
       ->check(CLI::IsMember({"all", "nearest"}))
       ->capture_default_str();
@@ -107,6 +110,7 @@ int main(int argc, char** argv) {
   settings.entrypoint_timeout = std::chrono::seconds(entrypoint_timeout);
   settings.registry_auth_file = registry_auth;
   settings.devices = device_roots;
+  settings.bundle_root = bundle_root;
   settings.hca_policy = hca_policy == "nearest" ? crisp::HcaPolicy::kNearestGpu : crisp::HcaPolicy::kAll;
   crisp::StepManager steps(cri, images, settings);
   crisp::Sweeper sweeper(steps, std::chrono::seconds(sweep_interval), std::chrono::seconds(sandbox_grace));

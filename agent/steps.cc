@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "agent/cdi_hooks.h"
 #include "agent/credentials.h"
 #include "agent/driver_discovery.h"
 #include "agent/entrypoint.h"
@@ -201,6 +202,7 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   };
   std::vector<std::string> gpu_bdfs;
   bool driver_mounted = false;
+  std::vector<CdiHook> hooks;
   if (!req.gpus().empty()) {
     auto indices = parse_index_list(req.gpus());
     if (!indices) return Error{indices.error()};
@@ -212,6 +214,7 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     for (uint32_t g : plan->gids) in.groups.push_back(g);
     gpu_bdfs = plan->gpu_bdfs;
     driver_mounted = plan->driver_mounted;
+    hooks = plan->hooks;
   }
   RdmaPlan rdma = plan_rdma(settings_.devices, settings_.hca_policy, gpu_bdfs);
   add_devices(rdma.devices, rdma.env);
@@ -340,6 +343,11 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     cleanup(*id);
     return fail("the step's container " + ran.error());
   }
+  for (const CdiHook& hook : hooks)
+    if (auto s = run_cdi_hook(hook, oci_state_json(*id, *pid, settings_.bundle_root + "/" + *id)); !s) {
+      cleanup(*id);
+      return Error{s.error()};
+    }
   // A slurmstepd that gave up waiting (or died) will never use nor release this.
   if (!named && req.stepd_pid() > 0 && kill(req.stepd_pid(), 0) != 0 && errno == ESRCH) {
     cleanup(*id);

@@ -31,6 +31,8 @@ struct StepSettings {
   HcaPolicy hca_policy = HcaPolicy::kAll;
   // The sysfs the containers see (runc mounts the host's): where the HCA view must cover.
   std::string container_sysfs_class = "/sys/class/infiniband";
+  // containerd's task bundles, for CDI hooks' OCI state: <state>/io.containerd.runtime.v2.task/k8s.io/<id>.
+  std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
 };
 
 class StepManager {

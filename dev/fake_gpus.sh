@@ -17,6 +17,18 @@ make_fake_gpus() {
   [[ -c $FAKE_GPU/dev/nvidiactl ]] || mknod -m 666 "$FAKE_GPU/dev/nvidiactl" c 195 255
   [[ -c $FAKE_GPU/dev/nvidia-uvm ]] || mknod -m 666 "$FAKE_GPU/dev/nvidia-uvm" c 237 0
   echo "fake driver" >"$FAKE_GPU/lib/libcuda.so.1"
+  # A createContainer hook, as nvidia-cdi-hook is one: it leaves a mark in the
+  # container, through the OCI state's pid, saying whether the bundle was there.
+  mkdir -p "$FAKE_GPU/hooks"
+  cat >"$FAKE_GPU/hooks/mark.sh" <<'HOOK'
+#!/bin/sh
+state=$(cat)
+pid=$(echo "$state" | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+bundle=$(echo "$state" | sed -n 's/.*"bundle":"\([^"]*\)".*/\1/p')
+[ -f "$bundle/config.json" ] && where=bundle-ok || where=no-bundle
+echo "$1 $where" >"/proc/$pid/root/tmp/cdi-hook-ran"
+HOOK
+  chmod 755 "$FAKE_GPU/hooks/mark.sh"
   {
     printf 'cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n'
     for i in 0 1 2 3; do
@@ -28,6 +40,8 @@ make_fake_gpus() {
       "$FAKE_GPU/dev/nvidiactl" "$FAKE_GPU/dev/nvidia-uvm"
     printf '  mounts:\n  - hostPath: %s\n    containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.1\n    options: [ro, bind]\n' \
       "$FAKE_GPU/lib/libcuda.so.1"
+    printf '  hooks:\n  - hookName: createContainer\n    path: %s\n    args: [mark, create-symlinks]\n' \
+      "$FAKE_GPU/hooks/mark.sh"
   } >"$FAKE_GPU/cdi/fake-nvidia.yaml"
   echo "NodeName=$node Name=gpu File=$FAKE_GPU/dev/nvidia[0-3]" >/etc/slurm/gres.conf
 

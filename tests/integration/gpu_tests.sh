@@ -7,13 +7,15 @@ test_gpus_follow_the_allocation() {
   local base; base=$(list_dev)
   expect "no GPU asked, no GPU device" lacks "$base" nvidia
   run as_user "${SRUN[@]}" --gres=gpu:2 --container-image="$TEST_IMAGE" \
-    sh -c 'ls /dev | tr "\n" " "; echo; echo "$CUDA_VISIBLE_DEVICES|$NVIDIA_DRIVER_CAPABILITIES"; cat /usr/lib/x86_64-linux-gnu/libcuda.so.1'
+    sh -c 'ls /dev | tr "\n" " "; echo; echo "$CUDA_VISIBLE_DEVICES|$NVIDIA_DRIVER_CAPABILITIES"; cat /usr/lib/x86_64-linux-gnu/libcuda.so.1 /tmp/cdi-hook-ran'
   local devs; devs=$(head -1 <<<"$OUT")
   local want; want=$(tr ' ' '\n' <<<"$base nvidia0 nvidia1 nvidiactl nvidia-uvm" | grep . | sort | tr '\n' ' ')
   expect "gpu:2: exactly two GPUs and the control devices more than a plain step" equals \
     "$(tr ' ' '\n' <<<"$devs" | grep . | sort | tr '\n' ' ')" "$want"
   expect "CUDA sees them as 0,1; the CDI spec's variable is set" equals "$(sed -n 2p <<<"$OUT")" "0,1|compute,utility"
   expect "the CDI spec's mount is there" equals "$(sed -n 3p <<<"$OUT")" "fake driver"
+  expect "its createContainer hook ran with the OCI state (pid, bundle)" equals "$(sed -n 4p <<<"$OUT")" \
+    "create-symlinks bundle-ok"
   # A second job gets the GPU the first does not hold.
   local name=crisp-it-gpu-$RANDOM
   as_user "${SRUN[@]}" -J "$name" --gres=gpu:1 --container-image="$TEST_IMAGE" sleep 30 >/dev/null 2>&1 &

@@ -359,3 +359,37 @@ TEST_F(FakeGpuNode, WithoutCdiTheDriverComesFromTheLdCache) {
 }
 
 }  // namespace
+
+#include "agent/cdi_hooks.h"
+
+namespace {
+
+TEST(CdiHooks, RunWithTheOciStateArgsAndEnvAndTheirFailuresNamed) {
+  char tmpl[] = "/tmp/crisp-hook-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  std::ofstream(dir + "/hook.sh") << "#!/bin/sh\ncat > " << dir << "/state.json\necho \"$1 $HOOK_VAR\" > " << dir
+                                  << "/args\n";
+  ASSERT_EQ(chmod((dir + "/hook.sh").c_str(), 0755), 0);
+  crisp::CdiHook hook{"createContainer", dir + "/hook.sh", {"nvidia-cdi-hook", "update-ldcache"}, {"HOOK_VAR=v"}, 5};
+  std::string state = crisp::oci_state_json("abc123", 4242, "/run/bundles/abc123");
+  ASSERT_TRUE(crisp::run_cdi_hook(hook, state).ok());
+  std::ifstream got(dir + "/state.json");
+  std::string text((std::istreambuf_iterator<char>(got)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, R"({"bundle":"/run/bundles/abc123","id":"abc123","ociVersion":"1.0.2","pid":4242,"status":"running"})");
+  std::ifstream args(dir + "/args");
+  std::string line;
+  std::getline(args, line);
+  EXPECT_EQ(line, "update-ldcache v") << "args[0] is the program name (OCI), the rest its arguments";
+  crisp::CdiHook failing{"createContainer", "/bin/false", {}, {}, std::nullopt};
+  auto f = crisp::run_cdi_hook(failing, state);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.error(), "CDI hook /bin/false failed (exit status 1)");
+  crisp::CdiHook slow{"createContainer", "/bin/sleep", {"sleep", "5"}, {}, 1};
+  auto t = crisp::run_cdi_hook(slow, state);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error(), "CDI hook /bin/sleep did not finish within its timeout");
+  (void)!system(("rm -rf " + dir).c_str());
+}
+
+}  // namespace
