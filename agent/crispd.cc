@@ -62,6 +62,8 @@ int main(int argc, char** argv) {
   app.add_option("--proc-root", device_roots.proc, "procfs, for /proc/driver/nvidia")->capture_default_str();
   app.add_option("--gres-conf", device_roots.gres_conf, "Slurm's gres.conf")->capture_default_str();
   app.add_option("--cdi-dir", device_roots.cdi_dirs, "CDI spec directories, later ones win")->capture_default_str();
+  app.add_option("--gpu-cdi-kind", device_roots.gpu_cdi_kinds,
+                 "CDI kinds that describe gres gpu (nvidia.com/gpu, amd.com/gpu, intel.com/gpu); default: any");
   app.add_option("--sys-root", device_roots.sys, "sysfs, for HCAs and PCI topology")->capture_default_str();
   std::string hca_policy = "all";
   std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";

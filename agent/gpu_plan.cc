@@ -125,9 +125,12 @@ Result<GpuPlan> plan_gpus(const DeviceRoots& roots, const std::string& node, con
     if (id) plan.gpu_bdfs.push_back(id->bdf);
     const CdiDevice* cdi = nullptr;
     // Specs of later directories win (the CDI spec's rule): look at them first.
-    for (auto s = specs->rbegin(); s != specs->rend() && !cdi; ++s)
+    for (auto s = specs->rbegin(); s != specs->rend() && !cdi; ++s) {
+      const auto& kinds = roots.gpu_cdi_kinds;
+      if (!kinds.empty() && std::find(kinds.begin(), kinds.end(), s->kind) == kinds.end()) continue;
       if ((cdi = cdi_device_for(*s, file)) && std::find(used.begin(), used.end(), &*s) == used.end())
         used.push_back(&*s);
+    }
     if (cdi) {
       apply_edits(plan, cdi->edits);
       continue;

@@ -22,8 +22,11 @@ test_gpus_follow_the_allocation() {
   local holder=$!
   running_job "$name" >/dev/null
   run as_user "${SRUN[@]}" --gres=gpu:1 --container-image="$TEST_IMAGE" \
-    sh -c 'ls /dev | grep "^nvidia[0-9]" | tr "\n" " "; echo "$SLURM_STEP_GPUS|$CUDA_VISIBLE_DEVICES"'
-  expect "gpu:1 beside a running gpu:1 job: its own GPU only" equals "$OUT" "nvidia1 1|0"
+    sh -c 'ls /dev | tr "\n" " "; echo; echo "$SLURM_STEP_GPUS|$CUDA_VISIBLE_DEVICES"'
+  want=$(tr ' ' '\n' <<<"$base nvidia1 nvidiactl nvidia-uvm" | grep . | sort | tr '\n' ' ')
+  expect "gpu:1 beside a running gpu:1 job: its own GPU and the control devices, nothing else" equals \
+    "$(head -1 <<<"$OUT" | tr ' ' '\n' | grep . | sort | tr '\n' ' ')" "$want"
+  expect "... which is gres index 1, CUDA device 0" equals "$(sed -n 2p <<<"$OUT")" "1|0"
   scancel -n "$name"; wait "$holder" 2>/dev/null
 }
 

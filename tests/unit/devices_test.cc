@@ -219,6 +219,12 @@ TEST_F(FakeGpuNode, ACdiSpecNamingTheDevicesIsApplied) {
   EXPECT_EQ(plan->hooks.size(), 1u);
   EXPECT_EQ(plan->env[0], "FAKE_DRIVER=1");
   EXPECT_EQ(plan->env[1], "CUDA_VISIBLE_DEVICES=0");
+  roots_.gpu_cdi_kinds = {"amd.com/gpu"};
+  auto other_kind = crisp::plan_gpus(roots_, "n1", {1});
+  ASSERT_TRUE(other_kind.ok());
+  EXPECT_TRUE(other_kind->mounts.empty()) << "a spec of a kind not configured for gpu is not used";
+  roots_.gpu_cdi_kinds = {"nvidia.com/gpu"};
+  EXPECT_EQ(crisp::plan_gpus(roots_, "n1", {1})->mounts.size(), 1u);
   std::ofstream(roots_.cdi_dirs[1] + "/broken.json") << "{";
   auto broken = crisp::plan_gpus(roots_, "n1", {1});
   ASSERT_FALSE(broken.ok());
