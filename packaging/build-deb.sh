@@ -24,7 +24,7 @@ crisp ($version-1+slurm$slurm_upstream) unstable; urgency=medium
 
   * Built against Slurm $slurm.
 
- -- crisp developers <crisp@localhost>  $(date -R)
+ -- crisp developers <maintainers@crisp-containers.org>  $(date -R)
 CL
 (cd "$tree" && dpkg-buildpackage -b -us -uc >"$work/build.log" 2>&1) || { tail -40 "$work/build.log"; exit 1; }
 mkdir -p "$out"
