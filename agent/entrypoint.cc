@@ -59,6 +59,18 @@ bool parse_cri_log_line(const std::string& line, std::string& message) {
 }
 
 std::string read_cri_log(const std::string& path) {
+  // The entrypoint has written all it will (it runs the holder now), but the
+  // shim copies its output to the file on its own time: wait until the size
+  // holds still for 100 ms (at most 2 s).
+  off_t last = -1;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (int still = 0; still < 10 && std::chrono::steady_clock::now() < deadline;) {
+    struct stat st {};
+    off_t size = stat(path.c_str(), &st) == 0 ? st.st_size : -1;
+    still = size == last ? still + 1 : 0;
+    last = size;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   std::ifstream f(path);
   std::string out, line, message;
   while (std::getline(f, line))
