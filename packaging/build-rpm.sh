@@ -1,0 +1,18 @@
+#!/bin/bash
+# Builds the RPM with rpmbuild (Debian's rpm package works here; its empty RPM
+# database knows none of the build dependencies, which come from apt: --nodeps).
+# The Slurm version named is the installed one. Output: packaging/out/*.rpm
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+top=$(mktemp -d)
+trap 'rm -rf "$top"' EXIT
+version=$(sed -n "s/^  version : '\(.*\)',/\1/p" "$src/meson.build")
+slurm=$(dpkg-query -W -f='${Version}' libslurm-dev)
+mkdir -p "$top/SOURCES"
+git -C "$src" archive --prefix="crisp-$version/" -o "$top/SOURCES/crisp-$version.tar.gz" HEAD
+rpmbuild -bb --nodeps --define "_topdir $top" --define "slurm_version ${slurm%%-*}" \
+  --define "slurm_plugindir /usr/lib/x86_64-linux-gnu/slurm-wlm" --define "_unitdir /lib/systemd/system" \
+  "$src/packaging/rpm/crisp.spec" >"$top/build.log" 2>&1 || { tail -40 "$top/build.log"; exit 1; }
+mkdir -p "$src/packaging/out"
+find "$top/RPMS" -name '*.rpm' -exec mv {} "$src/packaging/out/" \;
+ls "$src"/packaging/out/*.rpm
