@@ -1,5 +1,6 @@
 #!/bin/bash
-# The package as an admin gets it: builds the .deb, installs it on this machine
+# The package as an admin gets it: builds the .deb (lintian: no errors) and the
+# rpm (rpmbuild -bb), installs the .deb on this machine
 # (in place of the dev build on the first node), starts crisp's containerd and
 # crispd with the command lines of the package's systemd units (there is no
 # systemd here), and runs a containerized srun through the installed files only.
@@ -17,6 +18,8 @@ cleanup() {
 deb=$("$CRISP_SRC/packaging/build-deb.sh" | grep '/crisp_.*\.deb$') || fail "the .deb did not build"
 lint=$(lintian --suppress-tags running-with-root-privileges "$deb" 2>&1 | grep '^E:')
 [[ -z $lint ]] || fail "lintian reports errors: $lint"
+rpm_file=$("$CRISP_SRC/packaging/build-rpm.sh" | grep '\.rpm$') || fail "rpmbuild -bb failed"
+rpm -qlp "$rpm_file" 2>/dev/null | grep -q "$SLURM_PLUGINDIR/spank_crisp.so" || fail "the rpm lacks the plugin"
 
 # The first node's dev daemons give way to the package's.
 stop_daemon "$RUN/crispd.pid"
@@ -42,6 +45,6 @@ out=$(cd /tmp && runuser -u "$TEST_USER" -- timeout 120 srun --container-image="
 grep -q 'PRETTY_NAME="crisp test image (busybox)"' <<<"$out" || fail "srun through the package's files: $out"
 grep -q "crispd $(dpkg-query -W -f='${Version}' crisp | cut -d- -f1)" <<<"$(/usr/sbin/crispd --version)" ||
   fail "crispd --version does not match the package"
-echo "ok     package_install ($(basename "$deb"))"
+echo "ok     package_install ($(basename "$deb"), $(basename "$rpm_file"))"
 cleanup
 exit 0
