@@ -4,7 +4,8 @@
 # (in place of the dev build on the first node), starts crisp's containerd and
 # crispd with the command lines of the package's systemd units (there is no
 # systemd here), and runs a containerized srun through the installed files only.
-# Then removes the package; dev/up.sh restores the dev build.
+# Then reinstalls it over an edited configuration and purges it; dev/up.sh
+# restores the dev build (and re-pulls the images the purge removed).
 source "$(dirname "$0")/../../dev/lib.sh"
 set +e
 fail() { echo "FAILED package: $*"; cleanup; exit 1; }
@@ -45,6 +46,15 @@ out=$(cd /tmp && runuser -u "$TEST_USER" -- timeout 120 srun --container-image="
 grep -q 'PRETTY_NAME="crisp test image (busybox)"' <<<"$out" || fail "srun through the package's files: $out"
 grep -q "crispd $(dpkg-query -W -f='${Version}' crisp | cut -d- -f1)" <<<"$(/usr/sbin/crispd --version)" ||
   fail "crispd --version does not match the package"
+stop_daemon "$RUN/pkg-crispd.pid"
+stop_daemon "$RUN/pkg-containerd.pid"
+# An upgrade (the same package again) keeps an edited configuration; purge removes what crisp made.
+echo "# edited by the admin" >>/etc/default/crispd
+DEBIAN_FRONTEND=noninteractive dpkg -i "$deb" >/dev/null 2>&1 || fail "reinstalling failed"
+grep -q "edited by the admin" /etc/default/crispd || fail "an upgrade overwrote the edited /etc/default/crispd"
+dpkg --purge crisp >/dev/null 2>&1 || fail "dpkg --purge failed"
+for f in /etc/default/crispd /etc/crisp/containerd.toml /var/lib/crisp /usr/sbin/crispd; do
+  [[ ! -e $f ]] || fail "$f is left after purge"
+done
 echo "ok     package_install ($(basename "$deb"), $(basename "$rpm_file"))"
-cleanup
 exit 0
