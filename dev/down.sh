@@ -13,7 +13,7 @@ node2_stop
 stop_daemon "$RUN/slurmctld.pid"
 pkill -x slurmstepd 2>/dev/null || true
 say "stopping crispd"
-stop_daemon "$RUN/crispd.pid"
+stop_crispd
 if [[ -S $CONTAINERD_SOCK ]]; then
   say "removing crisp's sandboxes and containers"
   for ns in k8s.io; do

@@ -81,13 +81,23 @@ CRISPD_ARGS=${CRISPD_ARGS:---sweep-interval 5 $FAKE_GPU_CRISPD_ARGS}
 # start_crispd_on NODE PIDFILE LOGNAME [PREFIX-CMD...]: PREFIX-CMD enters the node's namespaces.
 start_crispd_on() {
   local node=$1 pidfile=$2 name=$3; shift 3
-  stop_daemon "$pidfile"
+  stop_crispd_on "$node" "$pidfile"
   # shellcheck disable=SC2086
   start_daemon "$name" "$pidfile" "$@" "$PREFIX/sbin/crispd" --socket "$CRISPD_SOCK" --node-name "$node" \
     --cri-endpoint "unix://$CONTAINERD_SOCK" --holder "$PREFIX/libexec/crisp/crisp-holder" $CRISPD_ARGS
   wait_for "crispd of $node" 15 "$@" "$PREFIX/bin/crispctl" --socket "$CRISPD_SOCK" stats
 }
 start_crispd() { start_crispd_on "$(hostname -s)" "$RUN/crispd.pid" crispd; }
+# stop_crispd_on NODE PIDFILE: also any crispd of NODE its pid file lost track of
+# (tests need "crispd is down" to be true).
+stop_crispd_on() {
+  stop_daemon "$2"
+  # "[c]" keeps pgrep and pkill from matching the shells that run them.
+  local pattern="[c]rispd --socket $CRISPD_SOCK --node-name $1 "
+  pkill -f -- "$pattern" 2>/dev/null || true
+  wait_for "crispd of $1 to stop" 10 bash -c "! pgrep -f -- '$pattern'"
+}
+stop_crispd() { stop_crispd_on "$(hostname -s)" "$RUN/crispd.pid"; }
 
 # wait_for WHAT SECONDS CMD...: polls CMD until it succeeds.
 wait_for() {

@@ -276,8 +276,11 @@ test_inaccessible_mount_source() {
   expect_crisp_error "missing source" "crisp: mount source /no/such/src: No such file or directory"
 }
 
+crispd_answers() { "${CRISPCTL[@]}" stats >/dev/null 2>&1; }
 test_crispd_down_times_out_with_a_message() {
-  stop_daemon "$RUN/crispd.pid"
+  stop_crispd
+  # Who still answers on the socket, if anything does, for the failure report.
+  crispd_answers && FAILS+=("crispd still answers after the stop: $(ss -xlpn 2>/dev/null | grep -F "$CRISPD_SOCK" | tr -s ' ')")
   local t0=$SECONDS
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" true
   expect "without hanging" equals "$((SECONDS - t0 < 15))" 1

@@ -23,7 +23,7 @@ rpm_file=$("$CRISP_SRC/packaging/build-rpm.sh" | grep '\.rpm$') || fail "rpmbuil
 rpm -qlp "$rpm_file" 2>/dev/null | grep -q "$SLURM_PLUGINDIR/spank_crisp.so" || fail "the rpm lacks the plugin"
 
 # The first node's dev daemons give way to the package's.
-stop_daemon "$RUN/crispd.pid"
+stop_crispd
 stop_daemon "$RUN/containerd.pid"
 DEBIAN_FRONTEND=noninteractive dpkg -i --force-confnew "$deb" >/dev/null || fail "dpkg -i failed"
 for f in /usr/sbin/crispd /usr/bin/crispctl /usr/libexec/crisp/crisp-holder "$SLURM_PLUGINDIR/spank_crisp.so" \
