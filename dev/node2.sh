@@ -34,13 +34,17 @@ node2_namespaces() {
     mountpoint -q "$RUN/ns" || { mount --bind "$RUN/ns" "$RUN/ns" && mount --make-private "$RUN/ns"; }
     touch "$NODE2_MNT"
     unshare --mount="$NODE2_MNT" --propagation private true
-    local d
-    for d in "${NODE2_DIRS[@]}"; do
-      mkdir -p "$d" "$d-n2"
-      [[ $d == /tmp ]] && chmod 1777 "$d-n2"
-      in_node2 mount --bind "$d-n2" "$d"
-    done
   fi
+  # Checked every time: a purge on the host may have removed a node directory.
+  local d
+  for d in "${NODE2_DIRS[@]}"; do
+    mkdir -p "$d" "$d-n2"
+    [[ $d == /tmp ]] && chmod 1777 "$d-n2"
+    if ! in_node2 mountpoint -q "$d" || [[ $(in_node2 stat -c %i "$d") != $(stat -c %i "$d-n2") ]]; then
+      in_node2 umount -l "$d" 2>/dev/null || true
+      in_node2 mount --bind "$d-n2" "$d"
+    fi
+  done
 }
 
 node2_start() {
