@@ -15,17 +15,6 @@
 namespace crisp {
 namespace {
 
-std::vector<std::string> list_dir(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = opendir(dir.c_str());
-  if (!d) return out;
-  while (dirent* e = readdir(d))
-    if (e->d_name[0] != '.') out.emplace_back(e->d_name);
-  closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 Result<std::string> read_text(const std::string& path) {
   std::ifstream f(path);
   if (!f) return fail("cannot read " + path);
@@ -59,6 +48,17 @@ void apply_edits(GpuPlan& plan, const CdiEdits& e) {
 }
 
 }  // namespace
+
+std::vector<std::string> list_dir(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') out.emplace_back(e->d_name);
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 std::optional<GpuIdentity> nvidia_gpu_by_minor(const DeviceRoots& roots, unsigned minor) {
   std::string base = roots.proc + "/driver/nvidia/gpus";

@@ -56,6 +56,9 @@ struct GpuIdentity {
   std::string uuid;  // "GPU-..." when the driver reports it
 };
 
+// The names in a directory, sorted, without dot entries; empty when it cannot be read.
+std::vector<std::string> list_dir(const std::string& dir);
+
 // Reads roots.proc/driver/nvidia/gpus/*/information for the GPU of that minor.
 std::optional<GpuIdentity> nvidia_gpu_by_minor(const DeviceRoots& roots, unsigned minor);
 

@@ -1,6 +1,5 @@
 #include "agent/rdma_plan.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,17 +14,6 @@
 
 namespace crisp {
 namespace {
-
-std::vector<std::string> entries(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = opendir(dir.c_str());
-  if (!d) return out;
-  while (dirent* e = readdir(d))
-    if (e->d_name[0] != '.') out.emplace_back(e->d_name);
-  closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 std::string real_path(const std::string& p) {
   char buf[PATH_MAX];
@@ -66,14 +54,14 @@ bool same_switch(const std::string& a, const std::string& b) {
 std::vector<Hca> list_hcas(const DeviceRoots& roots) {
   std::vector<Hca> out;
   std::string cls = roots.sys + "/class/infiniband";
-  for (const std::string& name : entries(cls)) {
+  for (const std::string& name : list_dir(cls)) {
     Hca h;
     h.name = name;
     std::string dev = cls + "/" + name + "/device";
     h.pci_path = real_path(dev);
     h.numa_node = numa_of(dev);
-    h.verbs = entries(dev + "/infiniband_verbs");
-    h.ports = entries(cls + "/" + name + "/ports");
+    h.verbs = list_dir(dev + "/infiniband_verbs");
+    h.ports = list_dir(cls + "/" + name + "/ports");
     out.push_back(h);
   }
   return out;
@@ -141,7 +129,7 @@ Status make_hca_view(const std::string& class_dir, const std::vector<Hca>& hcas,
 }
 
 void remove_hca_view(const std::string& dir) {
-  for (const std::string& name : entries(dir)) unlink((dir + "/" + name).c_str());
+  for (const std::string& name : list_dir(dir)) unlink((dir + "/" + name).c_str());
   rmdir(dir.c_str());
 }
 
