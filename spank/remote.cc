@@ -61,6 +61,12 @@ std::optional<std::string> env_value(const std::vector<std::string>& env, const 
   return std::nullopt;
 }
 
+// Kept for the tasks to print, and logged by slurmstepd for the admin.
+static void hold_error(StepState& st, const std::string& error) {
+  st.error = error;
+  seam::daemon_log("job " + std::to_string(st.step.job_id) + " step " + std::to_string(st.step.step_id) + ": " + error);
+}
+
 int remote_init_post_opt(spank_t sp) {
   StepState& st = step_state();
   PluginState& ps = plugin_state();
@@ -92,9 +98,7 @@ int remote_init_post_opt(spank_t sp) {
   *req.mutable_create_step() = build_create_request(st.step, st.opts, ps.config);
   auto resp = call_agent(ps.config.socket, req, std::chrono::seconds(ps.config.timeout_s));
   if (!resp) {
-    st.error = resp.error();
-    seam::daemon_log("job " + std::to_string(st.step.job_id) + " step " + std::to_string(st.step.step_id) + ": " +
-                     st.error);
+    hold_error(st, resp.error());
     // No release: crispd undid a failed request itself, and what a late answer
     // makes exits with this slurmstepd (the holder watches it) for the sweep.
     return 0;
@@ -103,9 +107,7 @@ int remote_init_post_opt(spank_t sp) {
   st.container = resp->create_step();
   auto fd = open_holder_mount_ns(st.container.holder_pid(), kHolderTarget);
   if (!fd) {
-    st.error = fd.error();
-    seam::daemon_log("job " + std::to_string(st.step.job_id) + " step " + std::to_string(st.step.step_id) + ": " +
-                     st.error);
+    hold_error(st, fd.error());
     return 0;
   }
   st.ns_fd = *fd;
