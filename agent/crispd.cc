@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   app.add_option("--call-timeout", call_timeout, "seconds for each CRI call")->capture_default_str();
   app.add_option("--pull-timeout", pull_timeout, "seconds for one image pull")->capture_default_str();
   app.add_option("--sweep-interval", sweep_interval, "seconds between reconcile sweeps")->capture_default_str();
-  app.add_option("--sandbox-grace", sandbox_grace, "seconds an empty sandbox is kept")->capture_default_str();
+  app.add_option("--sandbox-grace", sandbox_grace, "seconds a user's empty sandbox is kept for their next job")->capture_default_str();
   app.add_option("--registry-auth", registry_auth,
                  "Docker config.json-format file of registry credentials for every user's pulls (root-only)");
   app.add_option("--entrypoint-timeout", entrypoint_timeout, "seconds an image's entrypoint may take")

@@ -11,6 +11,6 @@ std::string step_name(uint32_t step_id) {
   }
 }
 
-std::string pod_name(uint32_t job_id) { return "slurm-job-" + std::to_string(job_id); }
+std::string user_pod_name(uint32_t uid) { return "user-" + std::to_string(uid); }
 
 }  // namespace crisp::labels

@@ -28,6 +28,7 @@ inline constexpr const char* kNamespace = "slurm";
 
 // Slurm's special step ids get their names; others are numbers.
 std::string step_name(uint32_t step_id);
-std::string pod_name(uint32_t job_id);
+// The pod of all of a user's containers on the node.
+std::string user_pod_name(uint32_t uid);
 
 }  // namespace crisp::labels

@@ -1,7 +1,5 @@
 #include "agent/reconcile.h"
 
-#include <set>
-
 #include "agent/labels.h"
 #include "agent/log.h"
 
@@ -11,7 +9,6 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace) {
   CriClient& cri = steps.cri();
   const Labels managed = {{labels::kManaged, "true"}};
   uint64_t removed = 0;
-  std::set<std::string> swept_jobs;  // their empty sandboxes go at once, not after the grace
 
   auto containers = cri.list_containers(managed);
   if (!containers) {
@@ -26,7 +23,6 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace) {
     if (steps.remove_containers({c}, out); out.removed_containers()) {
       log_info("sweep: removed exited container " + c.id().substr(0, 12) + " of job " + std::to_string(job));
       removed++;
-      swept_jobs.insert(std::to_string(job));
     }
   }
 
@@ -39,16 +35,15 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace) {
                     std::chrono::system_clock::now().time_since_epoch())
                     .count();
   for (const cri::PodSandbox& sb : *sandboxes) {
-    // A fresh sandbox may be waiting for its first container.
-    if (sb.state() == cri::SANDBOX_READY && !swept_jobs.count(sb.labels().at(labels::kJob)) &&
-        now_ns - sb.created_at() < std::chrono::nanoseconds(sandbox_grace).count())
+    // Kept for the user's next job, or still waiting for its first container.
+    if (sb.state() == cri::SANDBOX_READY &&
+        now_ns - steps.last_used_ns(sb) < std::chrono::nanoseconds(sandbox_grace).count())
       continue;
-    uint32_t job = static_cast<uint32_t>(std::strtoul(sb.labels().at(labels::kJob).c_str(), nullptr, 10));
-    auto lock = steps.lock_job(job);
+    auto lock = steps.lock_user(static_cast<uint32_t>(std::strtoul(sb.labels().at(labels::kUid).c_str(), nullptr, 10)));
     bool gone = false;
     if (auto s = steps.remove_sandbox_if_empty(sb, gone); !s) log_warn("sweep: " + s.error());
     if (gone) {
-      log_info("sweep: removed empty sandbox " + sb.id().substr(0, 12) + " of job " + std::to_string(job));
+      log_info("sweep: removed the idle sandbox " + sb.id().substr(0, 12) + " of " + sb.labels().at(labels::kPodName));
       removed++;
     }
   }

@@ -101,9 +101,21 @@ void Server::serve_connection(int fd) {
     send(fd, error_response("malformed request"), cred.pid);
     return;
   }
+  const Peer peer{cred.pid, cred.uid, cred.gid};
+  if (req.kind_case() == v1::Request::kReleaseStep && peer.uid == 0) {
+    // Answered first: slurmstepd, and so srun, need not wait for the removal.
+    // It still runs under the job's lock, which the job's epilog then waits for.
+    v1::Response accepted;
+    accepted.mutable_release();
+    (void)send(fd, accepted, cred.pid);
+    if (auto r = handle(req, peer); !r.error().empty())
+      log_warn("releasing job " + std::to_string(req.release_step().job_id()) + " step " +
+               std::to_string(req.release_step().step_id()) + ": " + r.error() + " (the sweep will remove it)");
+    return;
+  }
   // The request runs beside this thread, which tells the client every few
   // seconds that crispd is alive: a cold pull may take minutes.
-  auto answer = std::async(std::launch::async, [&] { return handle(req, {cred.pid, cred.uid, cred.gid}); });
+  auto answer = std::async(std::launch::async, [&] { return handle(req, peer); });
   v1::Response keepalive;
   keepalive.set_keepalive(true);
   while (answer.wait_for(kKeepaliveInterval) != std::future_status::ready)

@@ -56,19 +56,19 @@ Result<nlohmann::json> info_json(const std::map<std::string, std::string>& info)
 
 }  // namespace
 
-cri::PodSandboxConfig build_sandbox_config(const JobIdentity& job, const NodeSettings& node) {
+cri::PodSandboxConfig build_user_sandbox_config(uint32_t uid, const std::string& user, const NodeSettings& node) {
   cri::PodSandboxConfig c;
   auto* md = c.mutable_metadata();
-  md->set_name(job.job_id ? labels::pod_name(job.job_id) : "user-" + std::to_string(job.uid));
+  md->set_name(labels::user_pod_name(uid));
   md->set_namespace_(labels::kNamespace);
-  md->set_uid("crisp-" + node.node_name + "-" +
-              (job.job_id ? std::to_string(job.job_id) : "user-" + std::to_string(job.uid)));
+  md->set_uid("crisp-" + node.node_name + "-" + labels::user_pod_name(uid));
   md->set_attempt(0);
   // Left empty on purpose: runc refuses to set a hostname in the host UTS namespace.
   c.set_hostname("");
   // containerd logs a container only when both this and its log_path are set.
   c.set_log_directory(kLogDirectory);
-  Labels l = job_labels(job, node);
+  // Job 0: the sandbox outlives every job.
+  Labels l = job_labels({0, uid, user}, node);
   l[labels::kPodName] = md->name();
   l[labels::kPodNamespace] = md->namespace_();
   l[labels::kPodUid] = md->uid();
@@ -102,7 +102,7 @@ cri::ContainerConfig build_step_container(const StepContainerInput& in, const No
   if (!in.tmpfs_root.empty()) l[labels::kTmpfs] = in.tmpfs_root;
   if (!in.hca_view.empty()) l[labels::kHcaView] = in.hca_view;
   l[labels::kImage] = in.image;
-  l[labels::kPodName] = build_sandbox_config(in.job, node).metadata().name();
+  l[labels::kPodName] = labels::user_pod_name(in.job.uid);
   l[labels::kPodNamespace] = labels::kNamespace;
   l[labels::kContainerName] = container_name(in);
   c.mutable_labels()->insert(l.begin(), l.end());

@@ -57,7 +57,10 @@ struct StepContainerInput {
 // The container's CRI name and the label that finds a named one.
 std::string container_name(const StepContainerInput& in);
 
-cri::PodSandboxConfig build_sandbox_config(const JobIdentity& job, const NodeSettings& node);
+// One sandbox per user and node holds all of that user's containers: with
+// host namespaces it isolates nothing, and RunPodSandbox per job cost more
+// than the container itself (see bench/).
+cri::PodSandboxConfig build_user_sandbox_config(uint32_t uid, const std::string& user, const NodeSettings& node);
 cri::ContainerConfig build_step_container(const StepContainerInput& in, const NodeSettings& node);
 
 struct ImageConfig {

@@ -33,38 +33,73 @@ v1::BindMount bind_mount(const std::string& source, const std::string& target, b
 
 std::string job_text(uint32_t job, uint32_t step) { return "job " + std::to_string(job) + " step " + labels::step_name(step); }
 
+// Milliseconds each phase of a step's setup took, for the log: where launch time goes.
+class PhaseClock {
+ public:
+  void lap(const char* phase) {
+    auto now = std::chrono::steady_clock::now();
+    text_ += (text_.empty() ? "" : ", ") + std::string(phase) + " " +
+             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - last_).count());
+    last_ = now;
+  }
+  const std::string& text() const { return text_; }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  std::string text_;
+};
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
 
-std::unique_lock<std::mutex> StepManager::lock_job(uint32_t job_id) {
-  std::shared_ptr<std::mutex> m;
-  {
-    std::lock_guard lock(jobs_mu_);
-    auto& slot = job_locks_[job_id];
-    if (!slot) slot = std::make_shared<std::mutex>();
-    m = slot;
-  }
-  return std::unique_lock<std::mutex>(*m);
+std::shared_ptr<std::shared_mutex> StepManager::slot(uint64_t key) {
+  std::lock_guard lock(locks_mu_);
+  auto& m = locks_[key];
+  if (!m) m = std::make_shared<std::shared_mutex>();
+  return m;
+}
+
+void StepManager::forget_job_lock(uint32_t job_id) {
+  std::lock_guard lock(locks_mu_);
+  locks_.erase(job_id);
+}
+
+SlotLock<std::unique_lock<std::shared_mutex>> StepManager::lock_job(uint32_t job_id) { return SlotLock<std::unique_lock<std::shared_mutex>>(slot(job_id)); }
+SlotLock<std::shared_lock<std::shared_mutex>> StepManager::share_job(uint32_t job_id) { return SlotLock<std::shared_lock<std::shared_mutex>>(slot(job_id)); }
+SlotLock<std::unique_lock<std::shared_mutex>> StepManager::lock_user(uint32_t uid) { return SlotLock<std::unique_lock<std::shared_mutex>>(slot(uint64_t{1} << 32 | uid)); }
+
+void StepManager::touch_sandbox(const std::string& sandbox_id) {
+  if (sandbox_id.empty()) return;
+  std::lock_guard lock(used_mu_);
+  sandbox_used_ns_[sandbox_id] = now_ns();
+}
+
+int64_t StepManager::last_used_ns(const cri::PodSandbox& sandbox) {
+  std::lock_guard lock(used_mu_);
+  auto it = sandbox_used_ns_.find(sandbox.id());
+  return it == sandbox_used_ns_.end() ? sandbox.created_at() : std::max(it->second, sandbox.created_at());
 }
 
 Labels StepManager::job_selector(uint32_t job_id) const {
   return {{labels::kManaged, "true"}, {labels::kJob, std::to_string(job_id)}};
 }
 
-Result<cri::PodSandbox> StepManager::find_or_run_sandbox(const JobIdentity& job, const cri::PodSandboxConfig& config) {
-  auto found = cri_.list_pod_sandboxes(job_selector(job.job_id));
+Result<cri::PodSandbox> StepManager::find_or_run_user_sandbox(uint32_t uid, const std::string& user) {
+  Labels sel = job_selector(0);
+  sel[labels::kUid] = std::to_string(uid);
+  auto found = cri_.list_pod_sandboxes(sel);
   if (!found) return Error{found.error()};
   for (const cri::PodSandbox& sb : *found) {
-    if (sb.state() == cri::SANDBOX_READY) {
-      if (sb.labels().at(labels::kUid) != std::to_string(job.uid))
-        return fail("job " + std::to_string(job.job_id) + " already has a sandbox of another user on this node");
-      return sb;
-    }
+    if (sb.state() == cri::SANDBOX_READY) return sb;
     // A sandbox that is not ready is a leftover: it must go before its name can be reused.
-    log_warn("removing sandbox " + sb.id() + " of job " + std::to_string(job.job_id) + ", which is not ready");
+    log_warn("removing sandbox " + sb.id() + " of uid " + std::to_string(uid) + ", which is not ready");
     if (auto s = cri_.remove_pod_sandbox(sb.id()); !s) return Error{s.error()};
   }
-  auto id = cri_.run_pod_sandbox(config, settings_.runtime_handler);
-  if (!id) return fail("cannot create the job's sandbox: " + id.error());
+  auto id = cri_.run_pod_sandbox(build_user_sandbox_config(uid, user, settings_.node), settings_.runtime_handler);
+  if (!id) return fail("cannot create the sandbox of uid " + std::to_string(uid) + ": " + id.error());
   cri::PodSandbox sb;
   sb.set_id(*id);
   sb.set_state(cri::SANDBOX_READY);
@@ -115,15 +150,17 @@ Result<v1::CreateStepResponse> StepManager::attach(const cri::Container& c, cons
 
 Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& req) {
   auto t0 = std::chrono::steady_clock::now();
+  PhaseClock phases;
   const bool named = !req.name().empty();
-  // A named container of global scope lives in the user's sandbox, not the job's.
+  // A named container of global scope belongs to no job (job 0).
   JobIdentity scope{named && req.global_scope() ? 0 : req.job_id(), req.uid(), req.user()};
   auto finish = [&](v1::CreateStepResponse out, const std::string& what) {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
     out.set_setup_ms(static_cast<uint32_t>(ms));
     created++;
     log_info(what + " container " + out.container_id().substr(0, 12) + " for " + job_text(req.job_id(), req.step_id()) +
-             " (uid " + std::to_string(req.uid()) + ", " + out.image() + ") in " + std::to_string(ms) + " ms");
+             " (uid " + std::to_string(req.uid()) + ", " + out.image() + ") in " + std::to_string(ms) + " ms" +
+             (phases.text().empty() ? "" : " (" + phases.text() + ")"));
     return out;
   };
   // Answers from an existing named container, or nullopt when one must be made.
@@ -230,6 +267,7 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   auto config = images_.ensure(
       image, credentials_for(&creds, settings_.registry_auth_file, ref->registry, req.registry_user()));
   if (!config) return Error{config.error()};
+  phases.lap("image");
   out.set_image(image);
   for (const std::string& e : config->env) out.add_image_env(e);
   out.set_image_workdir(config->working_dir);
@@ -239,17 +277,17 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   if (driver_mounted)
     for (const std::string& e : driver_path_env(config->env)) out.add_device_env(e);
 
-  auto lock = lock_job(scope.job_id);
+  // Unnamed steps touch only their own container: they are made side by side.
+  std::optional<SlotLock<std::unique_lock<std::shared_mutex>>> whole_job;
+  std::optional<SlotLock<std::shared_lock<std::shared_mutex>>> shared_job;
+  if (named) whole_job.emplace(lock_job(scope.job_id));
+  else shared_job.emplace(share_job(scope.job_id));
   if (named) {
     // Another step of the job may have made it while the image was pulled.
     auto r = use_named();
     if (!r) return Error{r.error()};
     if (*r) return finish(**r, "joined named");
   }
-  cri::PodSandboxConfig sandbox_config = build_sandbox_config(in.job, settings_.node);
-  auto sandbox = find_or_run_sandbox(in.job, sandbox_config);
-  if (!sandbox) return Error{sandbox.error()};
-
   std::string key = std::to_string(scope.job_id) + "." + (named ? std::to_string(req.uid()) + "." + req.name()
                                                                 : labels::step_name(req.step_id()));
   if (tmpfs_count) {
@@ -274,8 +312,7 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     in.log_path = key + ".log";
   }
 
-  // Undo what this call made. An empty sandbox goes too: the job's epilog may
-  // have come and gone while this call worked (a slurmstepd that gave up).
+  // Undo what this call made. An empty sandbox is left to the sweep, as at a job's end.
   v1::ReleaseResponse undo;
   auto cleanup = [&](const std::string& container_id) {
     cri::Container c;
@@ -288,8 +325,6 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     } else {
       (void)remove_containers({c}, undo);
     }
-    bool removed = false;
-    if (auto s = remove_sandbox_if_empty(*sandbox, removed); !s) log_warn("removing the sandbox: " + s.error());
   };
 
   if (!named) {
@@ -302,15 +337,28 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     }
   }
 
-  auto id = cri_.create_container(sandbox->id(), build_step_container(in, settings_.node), sandbox_config);
+  // Under the user's lock until the container is in the sandbox: an empty one may be the sweep's.
+  auto user_lock = lock_user(req.uid());
+  auto sandbox = find_or_run_user_sandbox(req.uid(), req.user());
+  if (!sandbox) {
+    cleanup("");
+    return Error{sandbox.error()};
+  }
+  phases.lap("sandbox");
+  auto id = cri_.create_container(sandbox->id(), build_step_container(in, settings_.node),
+                                  build_user_sandbox_config(req.uid(), req.user(), settings_.node));
+  touch_sandbox(sandbox->id());
+  user_lock.unlock();
   if (!id) {
     cleanup("");
     return fail("cannot create the step's container from " + image + ": " + id.error());
   }
+  phases.lap("create");
   if (auto s = cri_.start_container(*id); !s) {
     cleanup(*id);
     return fail("cannot start the step's container from " + image + ": " + s.error());
   }
+  phases.lap("start");
   auto status = cri_.container_status(*id, true);
   Result<int> pid = status ? parse_container_pid({status->info().begin(), status->info().end()})
                            : Result<int>(Error{status.error()});
@@ -343,6 +391,7 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     cleanup(*id);
     return fail("the step's container " + ran.error());
   }
+  phases.lap("holder");
   for (const CdiHook& hook : hooks)
     if (auto s = run_cdi_hook(hook, oci_state_json(*id, *pid, settings_.bundle_root + "/" + *id)); !s) {
       cleanup(*id);
@@ -371,6 +420,7 @@ Status StepManager::remove_containers(const std::vector<cri::Container>& contain
       continue;
     }
     out.set_removed_containers(out.removed_containers() + 1);
+    touch_sandbox(c.pod_sandbox_id());
     if (auto it = c.labels().find(labels::kTmpfs); it != c.labels().end()) remove_tmpfs(it->second);
     if (auto it = c.labels().find(labels::kHcaView); it != c.labels().end()) remove_hca_view(it->second);
   }
@@ -390,7 +440,7 @@ Status StepManager::remove_sandbox_if_empty(const cri::PodSandbox& sandbox, bool
 
 Result<v1::ReleaseResponse> StepManager::release_step(uint32_t job_id, uint32_t step_id) {
   auto t0 = std::chrono::steady_clock::now();
-  auto lock = lock_job(job_id);
+  auto lock = share_job(job_id);
   Labels sel = job_selector(job_id);
   sel[labels::kStep] = std::to_string(step_id);
   v1::ReleaseResponse out;
@@ -411,6 +461,7 @@ Result<v1::ReleaseResponse> StepManager::release_job(uint32_t job_id) {
   auto containers = cri_.list_containers(job_selector(job_id));
   if (!containers) return Error{containers.error()};
   if (auto s = remove_containers(*containers, out); !s) return Error{s.error()};
+  // Sandboxes of a job, made by crispd 0.1.0; since then they are the users'.
   auto sandboxes = cri_.list_pod_sandboxes(job_selector(job_id));
   if (!sandboxes) return Error{sandboxes.error()};
   for (const cri::PodSandbox& sb : *sandboxes) {
@@ -421,6 +472,8 @@ Result<v1::ReleaseResponse> StepManager::release_job(uint32_t job_id) {
   if (out.removed_containers() || out.removed_sandbox())
     log_info("released job " + std::to_string(job_id) + ": " + std::to_string(out.removed_containers()) +
              " container(s)" + (out.removed_sandbox() ? ", sandbox removed" : ""));
+  // A node runs many jobs: their mutexes must not pile up.
+  if (job_id != 0) forget_job_lock(job_id);
   return out;
 }
 
@@ -434,14 +487,6 @@ Result<v1::ReleaseResponse> StepManager::remove_named(uint32_t uid, const std::s
     uint32_t job = static_cast<uint32_t>(std::strtoul(c.labels().at(labels::kJob).c_str(), nullptr, 10));
     auto lock = lock_job(job);
     if (auto s = remove_containers({c}, out); !s) return Error{s.error()};
-    // The user's sandbox of global scope goes with its last container; a job's waits for the job's end.
-    if (job == 0) {
-      cri::PodSandbox sb;
-      sb.set_id(c.pod_sandbox_id());
-      bool removed = false;
-      if (auto s = remove_sandbox_if_empty(sb, removed); !s) return Error{s.error()};
-      out.set_removed_sandbox(out.removed_sandbox() || removed);
-    }
   }
   log_info("removed named container " + name + " of uid " + std::to_string(uid));
   return out;

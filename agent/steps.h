@@ -1,7 +1,8 @@
-// A job's sandbox and its steps' holder containers: a container per step,
-// removed at the step's end; the job's sandbox is made by its first step on
-// the node and kept for the next ones (saving RunPodSandbox per step) until
-// the job ends there (the plugin's job epilog, or the sweep as safety net).
+// The steps' holder containers: one per step, removed at the step's end, in
+// their user's sandbox on the node. That sandbox is made by the user's first
+// step and kept while it holds containers, then for --sandbox-grace seconds
+// for the user's next job (the sweep removes it), so RunPodSandbox is paid
+// once per user and node, not per job.
 #pragma once
 
 #include <atomic>
@@ -10,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 
 #include "agent/cri_client.h"
 #include "agent/gpu_plan.h"
@@ -35,6 +37,15 @@ struct StepSettings {
   std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
 };
 
+// A lock that keeps its mutex alive: a job's mutex leaves the map at the job's end.
+template <class Lock>
+struct SlotLock {
+  explicit SlotLock(std::shared_ptr<std::shared_mutex> m) : mutex(std::move(m)), lock(*mutex) {}
+  void unlock() { lock.unlock(); }
+  std::shared_ptr<std::shared_mutex> mutex;
+  Lock lock;
+};
+
 class StepManager {
  public:
   StepManager(CriClient& cri, ImageStore& images, StepSettings settings)
@@ -47,8 +58,15 @@ class StepManager {
   // only_uid < 0: every job's steps.
   Result<v1::ListResponse> list(uint32_t job_id, int64_t only_uid);
 
-  // Serializes all changes to one job's sandbox and containers.
-  std::unique_lock<std::mutex> lock_job(uint32_t job_id);
+  // Whole: a job's named containers, its end, the sweep. Shared: one of its
+  // unnamed steps, which touches only its own container.
+  SlotLock<std::unique_lock<std::shared_mutex>> lock_job(uint32_t job_id);
+  SlotLock<std::shared_lock<std::shared_mutex>> share_job(uint32_t job_id);
+  // Serializes finding or making a user's sandbox with its removal by the sweep.
+  SlotLock<std::unique_lock<std::shared_mutex>> lock_user(uint32_t uid);
+  // When a container was last made or removed in the sandbox (its creation
+  // if not since this crispd started), in ns since the epoch.
+  int64_t last_used_ns(const cri::PodSandbox& sandbox);
   // Removes the containers (stopping them first) and then the job's empty sandboxes.
   Status remove_containers(const std::vector<cri::Container>& containers, v1::ReleaseResponse& out);
   Status remove_sandbox_if_empty(const cri::PodSandbox& sandbox, bool& removed);
@@ -58,7 +76,11 @@ class StepManager {
   std::atomic<uint64_t> created{0}, released{0};
 
  private:
-  Result<cri::PodSandbox> find_or_run_sandbox(const JobIdentity& job, const cri::PodSandboxConfig& config);
+  // Call with lock_user(uid) held.
+  Result<cri::PodSandbox> find_or_run_user_sandbox(uint32_t uid, const std::string& user);
+  void touch_sandbox(const std::string& sandbox_id);
+  std::shared_ptr<std::shared_mutex> slot(uint64_t key);
+  void forget_job_lock(uint32_t job_id);
   Labels job_selector(uint32_t job_id) const;
   // The running container of that name and user in scope (job, or 0: global);
   // others of that name are leftovers and removed.
@@ -68,8 +90,10 @@ class StepManager {
   CriClient& cri_;
   ImageStore& images_;
   StepSettings settings_;
-  std::mutex jobs_mu_;
-  std::map<uint32_t, std::shared_ptr<std::mutex>> job_locks_;
+  std::mutex locks_mu_;
+  std::map<uint64_t, std::shared_ptr<std::shared_mutex>> locks_;  // jobs by id, users by 1<<32 | uid
+  std::mutex used_mu_;
+  std::map<std::string, int64_t> sandbox_used_ns_;
 };
 
 }  // namespace crisp

@@ -231,7 +231,7 @@ TEST_F(AgentTest, MissingImageSaysSo) {
   EXPECT_EQ(c.error(), "image 127.0.0.1:5000/nope:latest was not found in its registry: check the name and tag");
 }
 
-TEST_F(AgentTest, StepsShareTheJobSandboxWhichGoesWithTheJob) {
+TEST_F(AgentTest, StepsShareTheUserSandboxWhichOutlivesTheJobUntilIdle) {
   auto a = steps_->create(step(7, 0));
   auto b = steps_->create(step(7, 1));
   ASSERT_TRUE(a.ok()) << a.error();
@@ -252,7 +252,18 @@ TEST_F(AgentTest, StepsShareTheJobSandboxWhichGoesWithTheJob) {
   ASSERT_TRUE(steps_->release_step(7, 2).ok());
   auto end = steps_->release_job(7);
   ASSERT_TRUE(end.ok());
-  EXPECT_TRUE(end->removed_sandbox());
+  EXPECT_FALSE(end->removed_sandbox());
+  auto next_job = steps_->create(step(8, 0));
+  ASSERT_TRUE(next_job.ok());
+  EXPECT_EQ(next_job->sandbox_id(), a->sandbox_id()) << "the user's next job reuses it";
+  auto other_user = steps_->create(step(9, 0, 1001));
+  ASSERT_TRUE(other_user.ok());
+  EXPECT_NE(other_user->sandbox_id(), a->sandbox_id()) << "one sandbox per user";
+  ASSERT_TRUE(steps_->release_job(8).ok());
+  ASSERT_TRUE(steps_->release_job(9).ok());
+  EXPECT_EQ(crisp::sweep_once(*steps_, 3600s), 0u) << "idle for less than the grace";
+  EXPECT_EQ(fake_.sandboxes.size(), 2u);
+  EXPECT_EQ(crisp::sweep_once(*steps_, 0s), 2u) << "idle past the grace";
   EXPECT_TRUE(fake_.sandboxes.empty());
 }
 
@@ -264,6 +275,7 @@ TEST_F(AgentTest, FailedStartLeavesNothingBehind) {
   EXPECT_NE(a.error().find("exec format error"), std::string::npos) << a.error();
   EXPECT_TRUE(fake_.containers.empty());
   ASSERT_TRUE(steps_->release_job(8).ok());  // the job's end, as the epilog sends it
+  EXPECT_EQ(crisp::sweep_once(*steps_, 0s), 1u);  // the user's sandbox, idle
   EXPECT_TRUE(fake_.sandboxes.empty());
 }
 
@@ -280,13 +292,13 @@ TEST_F(AgentTest, ReleaseJobRemovesEverythingOfTheJobOnly) {
 
 TEST_F(AgentTest, SweepRemovesExitedContainersAndEmptySandboxes) {
   ASSERT_TRUE(steps_->create(step(11, 0)).ok());
-  ASSERT_TRUE(steps_->create(step(12, 0)).ok());
+  ASSERT_TRUE(steps_->create(step(12, 0, 1001)).ok());
   {
     std::lock_guard l(fake_.mu);
     for (auto& [id, c] : fake_.containers)
       if (c.labels().at(crisp::labels::kJob) == "11") c.set_state(cri::CONTAINER_EXITED);
   }
-  EXPECT_EQ(crisp::sweep_once(*steps_, 0s), 2u);  // job 11's container, then its sandbox
+  EXPECT_EQ(crisp::sweep_once(*steps_, 0s), 2u);  // job 11's container, then its user's empty sandbox
   EXPECT_EQ(fake_.containers.size(), 1u);
   EXPECT_EQ(fake_.sandboxes.size(), 1u);
 }

@@ -27,18 +27,19 @@ crisp::StepContainerInput input() {
 }
 
 TEST(SpecBuilder, SandboxUsesHostNamespacesAndNoHostname) {
-  auto c = crisp::build_sandbox_config({1234, 1000, "alice"}, node);
+  auto c = crisp::build_user_sandbox_config(1000, "alice", node);
   EXPECT_EQ(c.hostname(), "");
-  EXPECT_EQ(c.metadata().name(), "slurm-job-1234");
+  EXPECT_EQ(c.metadata().name(), "user-1000");
   EXPECT_EQ(c.metadata().namespace_(), "slurm");
   const auto& ns = c.linux().security_context().namespace_options();
   EXPECT_EQ(ns.network(), crisp::cri::NODE);
   EXPECT_EQ(ns.pid(), crisp::cri::NODE);
   EXPECT_EQ(ns.ipc(), crisp::cri::NODE);
-  EXPECT_EQ(c.labels().at(crisp::labels::kJob), "1234");
+  EXPECT_EQ(c.labels().at(crisp::labels::kJob), "0") << "it outlives every job";
   EXPECT_EQ(c.labels().at(crisp::labels::kUid), "1000");
+  EXPECT_EQ(c.log_directory(), crisp::kLogDirectory);
   EXPECT_EQ(c.labels().at(crisp::labels::kNode), "node7");
-  EXPECT_EQ(c.labels().at(crisp::labels::kPodName), "slurm-job-1234");
+  EXPECT_EQ(c.labels().at(crisp::labels::kPodName), "user-1000");
   EXPECT_EQ(c.labels().at(crisp::labels::kPodNamespace), "slurm");
 }
 
@@ -58,7 +59,8 @@ TEST(SpecBuilder, StepContainerRunsOnlyTheHolderAsTheUser) {
   EXPECT_EQ(sc.capabilities().drop_capabilities(0), "ALL");
   EXPECT_EQ(sc.namespace_options().pid(), crisp::cri::NODE);
   EXPECT_EQ(c.labels().at(crisp::labels::kStep), "0");
-  EXPECT_EQ(c.labels().at(crisp::labels::kPodName), "slurm-job-1234");
+  EXPECT_EQ(c.labels().at(crisp::labels::kPodName), "user-1000") << "the user's sandbox";
+  EXPECT_EQ(c.labels().at(crisp::labels::kJob), "1234");
   EXPECT_EQ(c.labels().at(crisp::labels::kContainerName), "step-0");
 }
 
@@ -126,9 +128,7 @@ TEST(SpecBuilder, NamedContainerWithEntrypointAndReadonlyRoot) {
   for (const auto& m : c.mounts())
     if (m.container_path() == "/scratch" && m.host_path() == "/run/crisp/tmpfs/1234.1000.dev/0") scratch = true;
   EXPECT_TRUE(scratch);
-  auto user_sandbox = crisp::build_sandbox_config({0, 1000, "alice"}, node);
-  EXPECT_EQ(user_sandbox.metadata().name(), "user-1000") << "global scope: the user's sandbox";
-  EXPECT_EQ(user_sandbox.log_directory(), crisp::kLogDirectory);
+  EXPECT_EQ(c.labels().at(crisp::labels::kPodName), "user-1000");
 }
 
 TEST(SpecBuilder, SpecialStepNames) {
