@@ -10,33 +10,18 @@
 #   crisp/pause          crisp-holder alone, the CRI sandbox ("pause") image
 source "$(dirname "$0")/../lib.sh"
 
+source "$(dirname "$0")/oci.sh"
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-oci=$work/oci
+OCI_DIR=$work/oci OCI_WORK=$work
 
-# push ROOTFS NAME:TAG CONFIG-ARGS...: packs a rootfs directory into the registry.
+# push_rootfs ROOTFS NAME:TAG CONFIG-ARGS...: packs a rootfs directory into the registry.
 push_rootfs() {
   local rootfs=$1 ref=$2; shift 2
   local tag=${ref//[\/:]/_}
-  [[ -d $oci ]] || umoci init --layout "$oci"
-  umoci new --image "$oci:$tag"
-  umoci unpack --image "$oci:$tag" "$work/bundle-$tag" >/dev/null
-  rm -rf "$work/bundle-$tag/rootfs"
-  mv "$rootfs" "$work/bundle-$tag/rootfs"
-  umoci repack --image "$oci:$tag" "$work/bundle-$tag"
-  umoci config --image "$oci:$tag" --author=crisp-dev "$@"
-  local to=$REGISTRY/$ref creds=()
-  if [[ $ref == private/* ]]; then
-    to=$AUTH_REGISTRY/${ref#private/}
-    creds=(--dest-creds "$AUTH_USER:$AUTH_PASSWORD")
-  fi
-  skopeo copy --quiet --dest-tls-verify=false "${creds[@]}" "oci:$oci:$tag" "docker://$to"
-  # A node keeps the image it has under a tag (as kubelet's IfNotPresent): drop it, so the next step pulls this build.
-  local on
-  for on in "" in_node2; do
-    [[ -z $on ]] || in_node2 true 2>/dev/null || continue
-    $on ctr --address "$CONTAINERD_SOCK" -n k8s.io images rm "$to" >/dev/null 2>&1 || true
-  done
+  oci_from_rootfs "$rootfs" "$tag" "$@"
+  oci_push "$tag" "$ref"
 }
 
 say "building crisp-test/busybox"
