@@ -78,7 +78,9 @@ cri::PodSandboxConfig build_user_sandbox_config(uint32_t uid, const std::string&
 }
 
 std::string container_name(const StepContainerInput& in) {
-  return in.name.empty() ? "step-" + labels::step_name(in.step_id) : "named-" + in.name;
+  // Unique in the user's sandbox, which holds all of their jobs (job 0: global scope).
+  return "job-" + std::to_string(in.job.job_id) + "-" +
+         (in.name.empty() ? "step-" + labels::step_name(in.step_id) : "named-" + in.name);
 }
 
 cri::ContainerConfig build_step_container(const StepContainerInput& in, const NodeSettings& node) {

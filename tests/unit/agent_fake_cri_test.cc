@@ -81,7 +81,12 @@ class FakeCri final : public cri::RuntimeService::Service, public cri::ImageServ
                                cri::CreateContainerResponse* resp) override {
     std::lock_guard l(mu);
     if (!sandboxes.count(req->pod_sandbox_id())) return {grpc::StatusCode::NOT_FOUND, "no such sandbox"};
+    // As containerd: a container's name is reserved in its sandbox until it is removed.
+    for (const auto& [id, other] : containers)
+      if (other.pod_sandbox_id() == req->pod_sandbox_id() && other.metadata().name() == req->config().metadata().name())
+        return {grpc::StatusCode::UNKNOWN, "failed to reserve container name " + req->config().metadata().name()};
     cri::Container c;
+    *c.mutable_metadata() = req->config().metadata();
     c.set_id("c" + std::to_string(next++));
     c.set_pod_sandbox_id(req->pod_sandbox_id());
     *c.mutable_labels() = req->config().labels();

@@ -61,7 +61,7 @@ TEST(SpecBuilder, StepContainerRunsOnlyTheHolderAsTheUser) {
   EXPECT_EQ(c.labels().at(crisp::labels::kStep), "0");
   EXPECT_EQ(c.labels().at(crisp::labels::kPodName), "user-1000") << "the user's sandbox";
   EXPECT_EQ(c.labels().at(crisp::labels::kJob), "1234");
-  EXPECT_EQ(c.labels().at(crisp::labels::kContainerName), "step-0");
+  EXPECT_EQ(c.labels().at(crisp::labels::kContainerName), "job-1234-step-0");
 }
 
 TEST(SpecBuilder, MountsHolderUserMountsAndWorkdir) {
@@ -112,7 +112,7 @@ TEST(SpecBuilder, NamedContainerWithEntrypointAndReadonlyRoot) {
   in.tmpfs = {{"/run/crisp/tmpfs/1234.1000.dev/0", "/scratch"}};
   in.tmpfs_root = "/run/crisp/tmpfs/1234.1000.dev";
   auto c = crisp::build_step_container(in, node);
-  EXPECT_EQ(c.metadata().name(), "named-dev");
+  EXPECT_EQ(c.metadata().name(), "job-1234-named-dev");
   ASSERT_EQ(c.command_size(), 1);
   EXPECT_EQ(c.command(0), "/entrypoint.sh");
   ASSERT_EQ(c.args_size(), 3);
@@ -135,7 +135,7 @@ TEST(SpecBuilder, SpecialStepNames) {
   auto in = input();
   in.step_id = 0xfffffffb;
   auto c = crisp::build_step_container(in, node);
-  EXPECT_EQ(c.metadata().name(), "step-batch");
+  EXPECT_EQ(c.metadata().name(), "job-1234-step-batch");
 }
 
 TEST(ImageInfo, ReadsConfig) {

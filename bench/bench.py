@@ -1,0 +1,258 @@
+#!/usr/bin/python3
+"""bench/'s measurements, run by bench/run.sh on the dev cluster: one run, every variant
+interleaved round by round so the machine's noise falls on all alike. Targets are reported,
+never asserted."""
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after choosing the file backend)
+
+P = argparse.ArgumentParser()
+for flag in ("--out", "--registry", "--user", "--containerd", "--crispd-pid", "--bundle", "--host-compute"):
+    P.add_argument(flag, required=True)
+P.add_argument("--runs", type=int, default=20)
+P.add_argument("--cold-runs", type=int, default=3)
+P.add_argument("--compute-runs", type=int, default=5)
+P.add_argument("--concurrent", type=int, default=32)
+A = P.parse_args()
+
+SMALL = f"{A.registry}/crisp-bench/small:1"
+LARGE = f"{A.registry}/crisp-bench/large:1"
+CTR = ["ctr", "--address", A.containerd]
+WORK = tempfile.mkdtemp(prefix="crisp-bench-")
+os.chmod(WORK, 0o777)
+samples = []  # (section, variant, value, unit)
+
+
+def run(cmd, as_user=True):
+    """Runs cmd (as the test user unless told), returns (ms, stdout); a failure ends the bench."""
+    full = (["runuser", "-u", A.user, "--"] if as_user else []) + cmd
+    t0 = time.perf_counter()
+    p = subprocess.run(full, cwd=WORK, capture_output=True, text=True)
+    ms = (time.perf_counter() - t0) * 1000
+    if p.returncode != 0:
+        raise SystemExit(f"bench: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-400:]}")
+    return ms, p.stdout
+
+
+def pct(xs, q):
+    """Nearest-rank percentile."""
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, int(round(q / 100 * len(s) + 0.5)) - 1))]
+
+
+def rss_mb():
+    with open(f"/proc/{A.crispd_pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise SystemExit("bench: crispd's VmRSS not found")
+
+
+def interleave(variants, rounds, warmup, section, unit="ms", value=None):
+    """Runs each variant once per round; returns {name: [values]} without the warm-up rounds."""
+    out = {name: [] for name, _, _ in variants}
+    for r in range(warmup + rounds):
+        for name, cmd, as_user in variants:
+            ms, stdout = run(cmd(r) if callable(cmd) else cmd, as_user)
+            v = value(stdout) if value else ms
+            if r >= warmup:
+                out[name].append(v)
+                samples.append((section, name, round(v, 3), unit))
+    return out
+
+
+def allocation():
+    """A job to run steps in: salloc --no-shell returns once it is granted."""
+    p = subprocess.run(["runuser", "-u", A.user, "--", "salloc", "--no-shell", "-p", "debug", "-J", "crisp-bench"],
+                       cwd=WORK, capture_output=True, text=True)
+    for word in p.stderr.split():
+        if word.isdigit():
+            return word
+    raise SystemExit(f"bench: salloc failed: {p.stderr.strip()}")
+
+
+def srun(*args):
+    return ["srun", "-p", "debug", *args]
+
+
+# 1 and 2: launch latency of /bin/true, new jobs and steps of one job, both images cached.
+job = allocation()
+launch = interleave([
+    ("bare srun", srun("/bin/true"), True),
+    ("crisp, new job (5 MB image)", srun(f"--container-image={SMALL}", "/bin/true"), True),
+    ("crisp, new job (560 MB image)", srun(f"--container-image={LARGE}", "/bin/true"), True),
+    ("Slurm --container (oci.conf, runc)", srun(f"--container={A.bundle}", "/bin/true"), True),
+    ("srun ctr run --rm", lambda r: srun(*CTR, "-n", "crisp-bench", "run", "--rm", SMALL, f"crisp-bench-{os.getpid()}-{r}",
+                                         "/bin/true"), False),
+    ("bare step in a job", ["srun", "--jobid", job, "--overlap", "/bin/true"], True),
+    ("crisp, next step (named container)", ["srun", "--jobid", job, "--overlap", "--container-name=bench",
+                                            f"--container-image={SMALL}", "/bin/true"], True),
+    ("crisp, next step (unnamed)", ["srun", "--jobid", job, "--overlap", f"--container-image={SMALL}", "/bin/true"], True),
+], A.runs, 2, "launch")
+
+# 4: compute inside against bare, the same static binary.
+compute = {}
+for kind, unit in (("cpu", "Mops/s"), ("mem", "GB/s")):
+    compute[kind] = interleave([
+        ("bare", srun(A.host_compute, kind), True),
+        ("crisp", srun(f"--container-image={SMALL}", "/usr/local/bin/crisp-compute", kind), True),
+    ], A.compute_runs, 1, f"compute-{kind}", unit, lambda s: float(s.strip()))
+
+# 5 and 6: concurrent steps of one job, and crispd's memory meanwhile.
+time.sleep(2)
+idle_rss = rss_mb()
+peak = [idle_rss]
+stop = threading.Event()
+
+
+def sample():
+    while not stop.is_set():
+        peak[0] = max(peak[0], rss_mb())
+        time.sleep(0.01)
+
+
+sampler = threading.Thread(target=sample)
+sampler.start()
+start = threading.Barrier(A.concurrent)
+results = [None] * A.concurrent
+
+
+def one(i):
+    start.wait()
+    t0 = time.perf_counter()
+    p = subprocess.run(["runuser", "-u", A.user, "--", "srun", "--jobid", job, "--overlap",
+                        f"--container-image={SMALL}", "sh", "-c", "test -x /usr/local/bin/crisp-compute"],
+                       cwd=WORK, capture_output=True, text=True)
+    results[i] = ((time.perf_counter() - t0) * 1000, p.returncode, p.stderr.strip())
+
+
+threads = [threading.Thread(target=one, args=(i,)) for i in range(A.concurrent)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+stop.set()
+sampler.join()
+conc = [ms for ms, rc, _ in results if rc == 0]
+failed = [err for _, rc, err in results if rc != 0]
+for ms, rc, _ in results:
+    samples.append(("concurrent", "ok" if rc == 0 else "failed", round(ms, 3), "ms"))
+samples.append(("crispd-rss", "idle", round(idle_rss, 2), "MB"))
+samples.append(("crispd-rss", "peak under load", round(peak[0], 2), "MB"))
+subprocess.run(["scancel", job], check=True)
+
+# 3: time to first task, uncached 560 MB image; every copy of it is removed before each try.
+LAYER_DIGESTS = json.loads(subprocess.run(["skopeo", "inspect", "--tls-verify=false", f"docker://{LARGE}"],
+                                          capture_output=True, text=True, check=True).stdout)["Layers"]
+
+
+def drop_large():
+    for ns in ("k8s.io", "crisp-bench"):
+        subprocess.run(CTR + ["-n", ns, "images", "rm", "--sync", LARGE], capture_output=True)
+    left = []
+    for ns in ("k8s.io", "crisp-bench"):
+        listing = subprocess.run(CTR + ["-n", ns, "content", "ls", "-q"], capture_output=True, text=True).stdout
+        left += [d for d in LAYER_DIGESTS if d in listing]
+    if left:
+        raise SystemExit(f"bench: layers of {LARGE} are still in containerd: {left}")
+
+
+def skopeo_umoci(_):
+    d = tempfile.mkdtemp(prefix="crisp-bench-oci-")
+    return ["sh", "-c", f"skopeo copy --quiet --src-tls-verify=false docker://{LARGE} oci:{d}/oci:1 && "
+                        f"umoci unpack --image {d}/oci:1 {d}/bundle >/dev/null; rc=$?; rm -rf {d}; exit $rc"]
+
+
+cold = {"ctr images pull": [], "skopeo copy + umoci unpack": [], "crisp, first task": []}
+for r in range(A.cold_runs):
+    for name, cmd, as_user in (
+        ("ctr images pull", CTR + ["-n", "crisp-bench", "images", "pull", "--plain-http", LARGE], False),
+        ("skopeo copy + umoci unpack", skopeo_umoci(r), False),
+        ("crisp, first task", srun(f"--container-image={LARGE}", "/bin/true"), True),
+    ):
+        drop_large()
+        ms, _ = run(cmd, as_user)
+        cold[name].append(ms)
+        samples.append(("cold", name, round(ms, 3), "ms"))
+
+# Report.
+def lat(name):
+    return statistics.median(launch[name])
+
+
+bare, crisp_new = lat("bare srun"), lat("crisp, new job (5 MB image)")
+ratio = {k: statistics.median(v["crisp"]) / statistics.median(v["bare"]) for k, v in compute.items()}
+targets = [
+    ("crisp new job ≤ 1.6 × bare srun (p50)", f"{crisp_new / bare:.2f} ×", crisp_new <= 1.6 * bare),
+    ("crisp new job below Slurm --container (p50)", f"{crisp_new:.0f} vs {lat('Slurm --container (oci.conf, runc)'):.0f} ms",
+     crisp_new < lat("Slurm --container (oci.conf, runc)")),
+    ("next step ≤ bare step + 15 ms (p50)",
+     f"+{lat('crisp, next step (named container)') - lat('bare step in a job'):.0f} ms",
+     lat("crisp, next step (named container)") <= lat("bare step in a job") + 15),
+    ("560 MB image within 10 % of 5 MB (p50)", f"{lat('crisp, new job (560 MB image)') / crisp_new - 1:+.1%}",
+     abs(lat("crisp, new job (560 MB image)") / crisp_new - 1) <= 0.10),
+    ("compute, CPU-bound ≥ 0.99 of bare", f"{ratio['cpu']:.3f}", ratio["cpu"] >= 0.99),
+    ("compute, memory-bound ≥ 0.99 of bare", f"{ratio['mem']:.3f}", ratio["mem"] >= 0.99),
+    ("first task, uncached ≤ 1.2 × ctr images pull",
+     f"{statistics.median(cold['crisp, first task']) / statistics.median(cold['ctr images pull']):.2f} ×",
+     statistics.median(cold["crisp, first task"]) <= 1.2 * statistics.median(cold["ctr images pull"])),
+    (f"{A.concurrent} concurrent steps all succeed", f"{len(conc)}/{A.concurrent}", not failed),
+    ("crispd RSS ≤ 30 MB idle", f"{idle_rss:.1f} MB", idle_rss <= 30),
+    ("crispd RSS ≤ 60 MB under load", f"{peak[0]:.1f} MB", peak[0] <= 60),
+]
+
+lines = [f"Launch of `/bin/true` ({A.runs} runs each, interleaved), both images cached:", "",
+         "| variant | p50 ms | p90 ms |", "|---|---:|---:|"]
+lines += [f"| {k} | {statistics.median(v):.0f} | {pct(v, 90):.0f} |" for k, v in launch.items()]
+lines += ["", f"Time to first task, uncached 560 MB image from the local registry ({A.cold_runs} runs, median):", "",
+          "| variant | s |", "|---|---:|"]
+lines += [f"| {k} | {statistics.median(v) / 1000:.2f} |" for k, v in cold.items()]
+lines += ["", f"Compute, the same static binary ({A.compute_runs} runs, median):", "",
+          "| kernel | bare | crisp | ratio |", "|---|---:|---:|---:|"]
+for k, unit in (("cpu", "Mops/s"), ("mem", "GB/s")):
+    lines.append(f"| {k} ({unit}) | {statistics.median(compute[k]['bare']):.1f} | "
+                 f"{statistics.median(compute[k]['crisp']):.1f} | {ratio[k]:.3f} |")
+lines += ["", f"{A.concurrent} concurrent containerized steps of one job: {len(conc)} succeeded"
+          + (f", p50 {statistics.median(conc):.0f} ms, p99 {pct(conc, 99):.0f} ms" if conc else "")
+          + f"; crispd RSS {idle_rss:.1f} MB idle, {peak[0]:.1f} MB peak.", "",
+          "| target | measured | met |", "|---|---|---|"]
+lines += [f"| {t} | {m} | {'yes' if ok else '**no**'} |" for t, m, ok in targets]
+for err in failed[:3]:
+    lines.append(f"\nA failed step said: {err}")
+table = "\n".join(lines)
+print(table)
+with open(os.path.join(A.out, "summary.md"), "w") as f:
+    f.write(table + "\n")
+with open(os.path.join(A.out, "samples.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["section", "variant", "value", "unit"])
+    w.writerows(samples)
+with open(os.path.join(A.out, "summary.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["target", "measured", "met"])
+    w.writerows([(t, m, "yes" if ok else "no") for t, m, ok in targets])
+
+fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [3, 1]})
+names = list(launch)
+a1.barh(names, [statistics.median(launch[n]) for n in names],
+        xerr=[[0] * len(names), [pct(launch[n], 90) - statistics.median(launch[n]) for n in names]], color="#4c72b0")
+a1.invert_yaxis()
+a1.set_xlabel("launch of /bin/true, ms (bar p50, whisker p90)")
+names = list(cold)
+a2.bar(range(len(names)), [statistics.median(cold[n]) / 1000 for n in names], color="#dd8452")
+a2.set_xticks(range(len(names)), [n.replace(" + ", "\n+ ").replace(", ", "\n") for n in names], fontsize=8)
+a2.set_ylabel("uncached 560 MB image, s")
+fig.tight_layout()
+fig.savefig(os.path.join(A.out, "bench.png"), dpi=90)
+os.rmdir(WORK)
