@@ -22,10 +22,23 @@ Status invoke(Stub* stub, grpc::Status (Stub::*rpc)(grpc::ClientContext*, const 
   return fail(std::string(name) + ": " + s.error_message());
 }
 
+// Holds one of the runtime's task slots for a call's duration.
+class TaskSlot {
+ public:
+  explicit TaskSlot(std::counting_semaphore<CriClient::kMaxParallelTasks>& slots) : slots_(slots) { slots_.acquire(); }
+  ~TaskSlot() { slots_.release(); }
+  TaskSlot(const TaskSlot&) = delete;
+  TaskSlot& operator=(const TaskSlot&) = delete;
+
+ private:
+  std::counting_semaphore<CriClient::kMaxParallelTasks>& slots_;
+};
+
 }  // namespace
 
-CriClient::CriClient(const std::string& endpoint, std::chrono::seconds call_timeout, std::chrono::seconds pull_timeout)
-    : call_timeout_(call_timeout), pull_timeout_(pull_timeout) {
+CriClient::CriClient(const std::string& endpoint, std::chrono::seconds call_timeout, std::chrono::seconds pull_timeout,
+                     int parallel_tasks)
+    : call_timeout_(call_timeout), pull_timeout_(pull_timeout), task_slots_(parallel_tasks) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(32 << 20);
   channel_ = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
@@ -43,6 +56,7 @@ Result<std::string> CriClient::version() {
 }
 
 Result<std::string> CriClient::run_pod_sandbox(const cri::PodSandboxConfig& config, const std::string& handler) {
+  TaskSlot slot(task_slots_);
   cri::RunPodSandboxRequest req;
   *req.mutable_config() = config;
   req.set_runtime_handler(handler);
@@ -55,6 +69,7 @@ Result<std::string> CriClient::run_pod_sandbox(const cri::PodSandboxConfig& conf
 }
 
 Status CriClient::stop_pod_sandbox(const std::string& id) {
+  TaskSlot slot(task_slots_);
   cri::StopPodSandboxRequest req;
   req.set_pod_sandbox_id(id);
   cri::StopPodSandboxResponse resp;
@@ -63,6 +78,7 @@ Status CriClient::stop_pod_sandbox(const std::string& id) {
 }
 
 Status CriClient::remove_pod_sandbox(const std::string& id) {
+  TaskSlot slot(task_slots_);
   cri::RemovePodSandboxRequest req;
   req.set_pod_sandbox_id(id);
   cri::RemovePodSandboxResponse resp;
@@ -83,6 +99,7 @@ Result<std::vector<cri::PodSandbox>> CriClient::list_pod_sandboxes(const Labels&
 
 Result<std::string> CriClient::create_container(const std::string& sandbox_id, const cri::ContainerConfig& config,
                                                 const cri::PodSandboxConfig& sandbox_config) {
+  TaskSlot slot(task_slots_);
   cri::CreateContainerRequest req;
   req.set_pod_sandbox_id(sandbox_id);
   *req.mutable_config() = config;
@@ -96,6 +113,7 @@ Result<std::string> CriClient::create_container(const std::string& sandbox_id, c
 }
 
 Status CriClient::start_container(const std::string& id) {
+  TaskSlot slot(task_slots_);
   cri::StartContainerRequest req;
   req.set_container_id(id);
   cri::StartContainerResponse resp;
@@ -113,6 +131,7 @@ Status CriClient::stop_container(const std::string& id, int64_t timeout_s) {
 }
 
 Status CriClient::remove_container(const std::string& id) {
+  TaskSlot slot(task_slots_);
   cri::RemoveContainerRequest req;
   req.set_container_id(id);
   cri::RemoveContainerResponse resp;

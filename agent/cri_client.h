@@ -1,11 +1,16 @@
 // A thin synchronous wrapper over containerd's CRI (RuntimeService and
 // ImageService): every call has a deadline and returns a one-line error.
+// Calls that make runc work (run, create, start and remove) are let through at most
+// `parallel_tasks` at once: all of a sandbox's containers share one shim, and a flood of
+// them starves containerd's 2 s task-state query, after which it builds a container
+// against pid 0 ("namespace path: lstat /proc/0/ns/ipc").
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
+#include <semaphore>
 #include <string>
 #include <vector>
 
@@ -20,7 +25,9 @@ namespace cri = runtime::v1;
 
 class CriClient {
  public:
-  CriClient(const std::string& endpoint, std::chrono::seconds call_timeout, std::chrono::seconds pull_timeout);
+  static constexpr int kMaxParallelTasks = 1024;
+  CriClient(const std::string& endpoint, std::chrono::seconds call_timeout, std::chrono::seconds pull_timeout,
+            int parallel_tasks);
 
   Result<std::string> version();
   Result<std::string> run_pod_sandbox(const cri::PodSandboxConfig& config, const std::string& runtime_handler);
@@ -44,6 +51,7 @@ class CriClient {
   std::unique_ptr<cri::ImageService::Stub> images_;
   std::chrono::seconds call_timeout_;
   std::chrono::seconds pull_timeout_;
+  std::counting_semaphore<kMaxParallelTasks> task_slots_;
 };
 
 }  // namespace crisp

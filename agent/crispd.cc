@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <csignal>
 #include <iostream>
+#include <thread>
 
 #include "agent/cri_client.h"
 #include "agent/images.h"
@@ -44,6 +46,7 @@ int main(int argc, char** argv) {
   std::string registry_auth;
   crisp::DeviceRoots device_roots;
   int call_timeout = 30, pull_timeout = 1800, sweep_interval = 30, sandbox_grace = 120, entrypoint_timeout = 60;
+  int parallel_tasks = 0;
   bool version = false;
   app.add_option("--socket", socket_path, "Unix socket to serve")->capture_default_str();
   app.add_option("--cri-endpoint", endpoint, "containerd CRI endpoint")->capture_default_str();
@@ -52,6 +55,10 @@ int main(int argc, char** argv) {
   app.add_option("--runtime-handler", handler, "CRI runtime handler (empty: containerd's default)");
   app.add_option("--call-timeout", call_timeout, "seconds for each CRI call")->capture_default_str();
   app.add_option("--pull-timeout", pull_timeout, "seconds for one image pull")->capture_default_str();
+  app.add_option("--parallel-tasks", parallel_tasks,
+                 "containers created, started or removed at once (0: one per CPU); more wait their turn")
+      ->check(CLI::Range(0, crisp::CriClient::kMaxParallelTasks))
+      ->capture_default_str();
   app.add_option("--sweep-interval", sweep_interval, "seconds between reconcile sweeps")->capture_default_str();
   app.add_option("--sandbox-grace", sandbox_grace, "seconds a user's empty sandbox is kept for their next job")->capture_default_str();
   app.add_option("--registry-auth", registry_auth,
@@ -99,9 +106,12 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  crisp::CriClient cri(endpoint, std::chrono::seconds(call_timeout), std::chrono::seconds(pull_timeout));
+  if (parallel_tasks == 0) parallel_tasks = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  crisp::CriClient cri(endpoint, std::chrono::seconds(call_timeout), std::chrono::seconds(pull_timeout),
+                       parallel_tasks);
   if (auto v = cri.version(); v)
-    crisp::log_info("container runtime at " + endpoint + ": " + *v);
+    crisp::log_info("container runtime at " + endpoint + ": " + *v + "; " + std::to_string(parallel_tasks) +
+                    " container task(s) at once");
   else
     crisp::log_warn(v.error() + "; requests will fail until it is up");
 

@@ -39,6 +39,8 @@ class FakeCri final : public cri::RuntimeService::Service, public cri::ImageServ
   std::set<std::string> images;
   std::atomic<int> pulls{0};
   std::chrono::milliseconds pull_delay{0};
+  std::chrono::milliseconds start_delay{0};
+  std::atomic<int> starting{0}, most_starting{0};
   bool fail_start = false;
   bool pull_not_found = false;
   int next = 0;
@@ -97,6 +99,11 @@ class FakeCri final : public cri::RuntimeService::Service, public cri::ImageServ
   }
   grpc::Status StartContainer(grpc::ServerContext*, const cri::StartContainerRequest* req,
                               cri::StartContainerResponse*) override {
+    int now = ++starting;
+    for (int m = most_starting; now > m && !most_starting.compare_exchange_weak(m, now);) {
+    }
+    std::this_thread::sleep_for(start_delay);
+    --starting;
     std::lock_guard l(mu);
     if (fail_start) return {grpc::StatusCode::UNKNOWN, "runc: exec format error"};
     containers[req->container_id()].set_state(cri::CONTAINER_RUNNING);
@@ -172,7 +179,7 @@ class AgentTest : public ::testing::Test {
     b.RegisterService(static_cast<cri::ImageService::Service*>(&fake_));
     server_ = b.BuildAndStart();
     ASSERT_TRUE(server_);
-    client_ = std::make_unique<crisp::CriClient>(endpoint_, 5s, 30s);
+    client_ = std::make_unique<crisp::CriClient>(endpoint_, 5s, 30s, 4);
     images_ = std::make_unique<crisp::ImageStore>(*client_);
     steps_ = std::make_unique<crisp::StepManager>(*client_, *images_,
                                                   settings());
@@ -272,6 +279,20 @@ TEST_F(AgentTest, StepsShareTheUserSandboxWhichOutlivesTheJobUntilIdle) {
   EXPECT_TRUE(fake_.sandboxes.empty());
 }
 
+TEST_F(AgentTest, ConcurrentStartsWaitForATaskSlotAndAllSucceed) {
+  fake_.start_delay = 50ms;
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (uint32_t i = 0; i < 12; ++i)
+    threads.emplace_back([&, i] {
+      if (steps_->create(step(7, i)).ok()) ok++;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok, 12);
+  EXPECT_LE(fake_.most_starting, 4) << "the client was made with 4 task slots";
+  EXPECT_GE(fake_.most_starting, 2) << "a job's steps still start side by side";
+}
+
 TEST_F(AgentTest, FailedStartLeavesNothingBehind) {
   fake_.fail_start = true;
   auto a = steps_->create(step(8, 0));
@@ -346,7 +367,7 @@ TEST_F(AgentTest, LongPullKeepsTheClientWaitingWithKeepalives) {
 }
 
 TEST(CriClient, UnreachableRuntimeIsNamed) {
-  crisp::CriClient c("unix:///nonexistent/cri.sock", 2s, 2s);
+  crisp::CriClient c("unix:///nonexistent/cri.sock", 2s, 2s, 1);
   auto v = c.version();
   ASSERT_FALSE(v.ok());
   EXPECT_NE(v.error().find("unreachable"), std::string::npos) << v.error();
