@@ -228,6 +228,26 @@ test_nothing_left_after_a_job() {
   expect "crispctl ps shows nothing of it" lacks "$("${CRISPCTL[@]}" ps --job "$job" | tail -n +2)" "$job"
 }
 
+# 32 steps of one job at once: all of a user's containers share one sandbox and its shim, which
+# a flood of starts once made containerd fail ("namespace path: lstat /proc/0/ns/ipc").
+test_concurrent_steps_of_one_job() {
+  local job; job=$(as_user salloc --no-shell -p debug -J crisp-it-concurrent 2>&1 | grep -o '[0-9]\+' | head -1)
+  expect "salloc grants a job" equals "$([[ -n $job ]] && echo y)" y
+  local pids=() i rcs=
+  for i in $(seq 32); do
+    as_user "${SRUN[@]}" --jobid "$job" --overlap --container-image="$TEST_IMAGE" \
+      grep -q "crisp test image" /etc/os-release >"/tmp/crisp-it.conc.$i" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i"; rcs+=$?; done
+  expect "all 32 steps ran in the image" equals "$rcs" "$(printf '0%.0s' $(seq 32))"
+  OUT=$rcs ERR=$(cat /tmp/crisp-it.conc.* | grep '^crisp:' | sort | uniq -c | head -3)
+  rm -f /tmp/crisp-it.conc.*
+  scancel "$job"
+  wait_until 30 no_cri_objects "$job"
+  expect "nothing of job $job left in containerd" equals "$(cri_objects "$job")" 0
+}
+
 test_scancel_kills_and_cleans_up() {
   local name=crisp-it-scancel-$RANDOM
   as_user "${SRUN[@]}" -J "$name" --container-image="$TEST_IMAGE" sleep 300 >/dev/null 2>&1 &
@@ -377,6 +397,7 @@ t workdir
 t concurrent_pulls_are_merged
 t long_cold_pull_trips_no_slurm_timeout
 t nothing_left_after_a_job
+t concurrent_steps_of_one_job
 t scancel_kills_and_cleans_up
 t missing_image_fails_fast
 t malformed_input_rejected_before_allocation
