@@ -1,9 +1,10 @@
 // A thin synchronous wrapper over containerd's CRI (RuntimeService and
 // ImageService): every call has a deadline and returns a one-line error.
-// Calls that make runc work (run, create, start and remove) are let through at most
-// `parallel_tasks` at once: all of a sandbox's containers share one shim, and a flood of
-// them starves containerd's 2 s task-state query, after which it builds a container
-// against pid 0 ("namespace path: lstat /proc/0/ns/ipc").
+// Calls that make runc work (a sandbox's run, stop and removal; a container's create, start
+// and removal) are let through at most `parallel_tasks` at once: all of a sandbox's
+// containers share one shim, and a flood of them starves containerd's 2 s task-state query,
+// after which it builds a container against pid 0 ("namespace path: lstat /proc/0/ns/ipc").
+// StopContainer is not limited: it may wait out a step's grace period.
 #pragma once
 
 #include <chrono>
