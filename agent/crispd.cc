@@ -11,12 +11,12 @@
 #include <iostream>
 #include <thread>
 
-#include "agent/cri_client.h"
-#include "agent/images.h"
-#include "agent/log.h"
+#include "agent/cri/cri_client.h"
+#include "agent/images/image_store.h"
+#include "common/log.h"
 #include "agent/reconcile.h"
 #include "agent/server.h"
-#include "agent/steps.h"
+#include "agent/step_manager.h"
 #include "common/client.h"
 #include "common/strings.h"
 #include "version.h"

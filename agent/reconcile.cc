@@ -1,7 +1,8 @@
 #include "agent/reconcile.h"
 
-#include "agent/labels.h"
-#include "agent/log.h"
+#include "agent/cri/labels.h"
+#include "common/log.h"
+#include "common/time.h"
 
 namespace crisp {
 
@@ -17,7 +18,7 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace) {
   }
   for (const cri::Container& c : *containers) {
     if (c.state() != cri::CONTAINER_EXITED && c.state() != cri::CONTAINER_UNKNOWN) continue;
-    uint32_t job = static_cast<uint32_t>(std::strtoul(c.labels().at(labels::kJob).c_str(), nullptr, 10));
+    uint32_t job = labels::number_of(c.labels(), labels::kJob);
     auto lock = steps.lock_job(job);
     v1::ReleaseResponse out;
     if (steps.remove_containers({c}, out); out.removed_containers()) {
@@ -31,19 +32,17 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace) {
     log_warn("sweep: " + sandboxes.error());
     return removed;
   }
-  auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
+  int64_t now = now_ns();
   for (const cri::PodSandbox& sb : *sandboxes) {
     // Kept for the user's next job, or still waiting for its first container.
     if (sb.state() == cri::SANDBOX_READY &&
-        now_ns - steps.last_used_ns(sb) < std::chrono::nanoseconds(sandbox_grace).count())
+        now - steps.last_used_ns(sb) < std::chrono::nanoseconds(sandbox_grace).count())
       continue;
-    auto lock = steps.lock_user(static_cast<uint32_t>(std::strtoul(sb.labels().at(labels::kUid).c_str(), nullptr, 10)));
+    auto lock = steps.lock_user(labels::number_of(sb.labels(), labels::kUid));
     bool gone = false;
     if (auto s = steps.remove_sandbox_if_empty(sb, gone); !s) log_warn("sweep: " + s.error());
     if (gone) {
-      log_info("sweep: removed the idle sandbox " + sb.id().substr(0, 12) + " of " + sb.labels().at(labels::kPodName));
+      log_info("sweep: removed the idle sandbox " + sb.id().substr(0, 12) + " of " + labels::value_of(sb.labels(), labels::kPodName));
       removed++;
     }
   }

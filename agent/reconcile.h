@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "agent/steps.h"
+#include "agent/step_manager.h"
 
 namespace crisp {
 

@@ -1,19 +1,17 @@
-#include "agent/credentials.h"
 #include "agent/server.h"
 
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <future>
 #include <optional>
 #include <thread>
 
-#include "agent/log.h"
+#include "agent/images/credentials.h"
+#include "common/log.h"
 #include "common/client.h"
 #include "common/image_ref.h"
 #include "common/strings.h"
@@ -23,7 +21,6 @@ namespace crisp {
 namespace {
 
 constexpr int kMaxConnections = 512;
-constexpr auto kIoTimeout = std::chrono::seconds(10);
 
 v1::Response error_response(const std::string& message) {
   v1::Response r;
@@ -34,54 +31,47 @@ v1::Response error_response(const std::string& message) {
 }  // namespace
 
 Status Server::listen_on(const std::string& socket_path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (socket_path.size() >= sizeof addr.sun_path) return fail("socket path too long: " + socket_path);
-  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
-  listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listen_fd_ < 0) return fail("socket: " + errno_text(errno));
+  auto addr = unix_address(socket_path);
+  if (!addr) return addr.take_error();
+  listen_fd_.reset(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!listen_fd_) return fail("socket: " + errno_text(errno));
   if (unlink(socket_path.c_str()) != 0 && errno != ENOENT)
     return fail("cannot remove the old socket " + socket_path + ": " + errno_text(errno));
-  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+  if (bind(listen_fd_.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0)
     return fail("cannot bind " + socket_path + ": " + errno_text(errno));
   if (chmod(socket_path.c_str(), 0666) != 0) return fail("chmod " + socket_path + ": " + errno_text(errno));
-  if (listen(listen_fd_, 128) != 0) return fail("listen: " + errno_text(errno));
+  if (listen(listen_fd_.get(), 128) != 0) return fail("listen: " + errno_text(errno));
   return Ok{};
 }
 
 void Server::serve(const std::atomic<bool>& stop) {
   while (!stop) {
-    struct pollfd p = {listen_fd_, POLLIN, 0};
+    struct pollfd p = {listen_fd_.get(), POLLIN, 0};
     int n = poll(&p, 1, 500);
     if (n < 0 && errno != EINTR) {
       log_error("poll on the listening socket: " + errno_text(errno));
       return;
     }
     if (n <= 0) continue;
-    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
+    Fd fd(accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!fd) {
       if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) log_warn("accept: " + errno_text(errno));
       continue;
     }
     if (active_ >= kMaxConnections) {
-      (void)write_frame(fd, [] {
-        std::string s;
-        error_response("crispd is overloaded, try again").SerializeToString(&s);
-        return s;
-      }(), Deadline(std::chrono::seconds(1)));
-      close(fd);
+      (void)send(fd.get(), error_response("crispd is overloaded, try again"), 0, std::chrono::seconds(1));
       continue;
     }
     active_++;
-    std::thread([this, fd] {
-      serve_connection(fd);
-      close(fd);
+    std::thread([this, conn = std::move(fd)]() mutable {
+      serve_connection(conn.get());
+      conn.reset();
       active_--;
     }).detach();
   }
   // Let requests under way finish their CRI calls before the managers go away.
   while (active_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  close(listen_fd_);
+  listen_fd_.reset();
 }
 
 void Server::serve_connection(int fd) {
@@ -93,7 +83,7 @@ void Server::serve_connection(int fd) {
   }
   auto frame = read_frame(fd, Deadline(kIoTimeout));
   if (!frame) {
-    if (frame.error() != "closed") log_warn("reading a request from pid " + std::to_string(cred.pid) + ": " + frame.error());
+    if (frame.error_kind() != ErrorKind::kClosed) log_warn("reading a request from pid " + std::to_string(cred.pid) + ": " + frame.error());
     return;
   }
   v1::Request req;
@@ -123,10 +113,10 @@ void Server::serve_connection(int fd) {
   send(fd, answer.get(), cred.pid);
 }
 
-bool Server::send(int fd, const v1::Response& resp, pid_t pid) {
+bool Server::send(int fd, const v1::Response& resp, pid_t pid, std::chrono::seconds timeout) {
   std::string out;
   resp.SerializeToString(&out);
-  if (auto s = write_frame(fd, out, Deadline(kIoTimeout)); !s) {
+  if (auto s = write_frame(fd, out, Deadline(timeout)); !s) {
     log_warn("answering pid " + std::to_string(pid) + ": " + s.error());
     return false;
   }

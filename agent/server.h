@@ -5,9 +5,10 @@
 #include <atomic>
 #include <string>
 
-#include "agent/images.h"
+#include "agent/images/image_store.h"
 #include "agent/reconcile.h"
-#include "agent/steps.h"
+#include "agent/step_manager.h"
+#include "common/fd.h"
 
 namespace crisp {
 
@@ -32,12 +33,13 @@ class Server {
 
  private:
   void serve_connection(int fd);
-  bool send(int fd, const v1::Response& resp, pid_t pid);
+  static constexpr std::chrono::seconds kIoTimeout{10};
+  bool send(int fd, const v1::Response& resp, pid_t pid, std::chrono::seconds timeout = kIoTimeout);
 
   StepManager& steps_;
   ImageStore& images_;
   const Sweeper* sweeper_;
-  int listen_fd_ = -1;
+  Fd listen_fd_;
   std::atomic<int> active_{0};
 };
 

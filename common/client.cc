@@ -2,48 +2,28 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
+#include "common/fd.h"
 #include "common/strings.h"
 #include "common/wire.h"
 
 namespace crisp {
-namespace {
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-}  // namespace
 
 Result<v1::Response> call_agent(const std::string& socket_path, const v1::Request& request,
                                 std::chrono::milliseconds timeout, std::chrono::milliseconds idle) {
   Deadline deadline(timeout);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (socket_path.size() >= sizeof addr.sun_path) return fail("crispd socket path is too long: " + socket_path);
-  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  auto addr = unix_address(socket_path);
+  if (!addr) return fail("crispd socket path is too long: " + socket_path);
 
   Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return fail("socket: " + errno_text(errno));
   // A Unix-socket connect does not block on a live listener; a full backlog
   // fails with EAGAIN on a non-blocking socket, so connect blocking.
-  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0)
-    return fail("cannot reach crispd at " + socket_path + " (" + errno_text(errno) +
+  if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) < 0)
+    return fail(ErrorKind::kUnreachable, "cannot reach crispd at " + socket_path + " (" + errno_text(errno) +
                 "): is crispd running on this node?");
 
   std::string out;
@@ -56,10 +36,10 @@ Result<v1::Response> call_agent(const std::string& socket_path, const v1::Reques
     const Deadline& next = Deadline::soonest(deadline, quiet);
     auto in = read_frame(fd.get(), next);
     if (!in) {
-      if (in.error() != "timed out")
+      if (in.error_kind() != ErrorKind::kTimedOut)
         return fail("crispd at " + socket_path + " dropped the request (" + in.error() + "): see its log");
       auto waited = &next == &deadline ? timeout : idle;
-      return fail("crispd at " + socket_path + " did not answer within " +
+      return fail(ErrorKind::kTimedOut, "crispd at " + socket_path + " did not answer within " +
                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(waited).count()) +
                   " s: is it hung? (see its log)");
     }

@@ -28,6 +28,13 @@ bool valid_name(std::string_view n) {
 
 }  // namespace
 
+std::optional<std::string> env_value(const std::vector<std::string>& env, std::string_view name) {
+  for (const std::string& kv : env)
+    if (kv.size() > name.size() && kv[name.size()] == '=' && std::string_view(kv).substr(0, name.size()) == name)
+      return kv.substr(name.size() + 1);
+  return std::nullopt;
+}
+
 std::vector<EnvEdit> merge_env(const std::vector<std::string>& image_env,
                                const std::vector<std::string>& job_env,
                                const std::vector<std::string>& keep) {

@@ -36,6 +36,9 @@ std::vector<EnvEdit> pytorch_env(const std::vector<std::string>& image_env, cons
 // The first host of a Slurm host list: "gpu[07-09,12],cpu1" -> "gpu07".
 std::string first_host(std::string_view hostlist);
 
+// The value of name in a "NAME=VALUE" list (a job's or an image's environment); the first wins, as with getenv.
+std::optional<std::string> env_value(const std::vector<std::string>& env, std::string_view name);
+
 // --container-env: NAME[,NAME...]
 Result<std::vector<std::string>> parse_env_names(std::string_view text);
 

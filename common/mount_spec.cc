@@ -53,11 +53,11 @@ Result<std::vector<MountSpec>> parse_mounts(std::string_view text) {
       if (fields.size() < 2) return bad(entry, "a relative source needs an absolute destination");
     } else {
       auto src = check_path(entry, "source", fields[0]);
-      if (!src) return Error{src.error()};
+      if (!src) return src.take_error();
       m.source = *src;
     }
     auto dst = check_path(entry, "destination", fields.size() > 1 ? fields[1] : fields[0]);
-    if (!dst) return Error{dst.error()};
+    if (!dst) return dst.take_error();
     m.target = *dst;
     if (m.target == "/") return bad(entry, "the destination must not be '/'");
 

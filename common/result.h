@@ -1,4 +1,5 @@
-// A value or a one-line error for the user. C++20 has no std::expected yet.
+// A value or an error: a kind for code to act on and one line for the user.
+// C++20 has no std::expected yet.
 #pragma once
 
 #include <string>
@@ -7,7 +8,16 @@
 
 namespace crisp {
 
+// What went wrong, for control flow; the message is only ever shown.
+enum class ErrorKind {
+  kFailed,       // anything not named below
+  kClosed,       // the peer closed before a frame began
+  kTimedOut,     // a deadline passed
+  kUnreachable,  // nothing listens where crispd (or containerd) should
+};
+
 struct Error {
+  ErrorKind kind = ErrorKind::kFailed;
   std::string message;
 };
 
@@ -24,7 +34,11 @@ class Result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() { return value(); }
+  const T& operator*() const { return value(); }
   const std::string& error() const { return std::get<Error>(v_).message; }
+  ErrorKind error_kind() const { return std::get<Error>(v_).kind; }
+  // The error, to pass on as it is: `return r.take_error();`.
+  Error take_error() const { return std::get<Error>(v_); }
 
  private:
   std::variant<T, Error> v_;
@@ -33,6 +47,7 @@ class Result {
 struct Ok {};
 using Status = Result<Ok>;
 
-inline Error fail(std::string message) { return Error{std::move(message)}; }
+inline Error fail(std::string message) { return Error{ErrorKind::kFailed, std::move(message)}; }
+inline Error fail(ErrorKind kind, std::string message) { return Error{kind, std::move(message)}; }
 
 }  // namespace crisp

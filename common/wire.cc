@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 
 #include "common/strings.h"
 
@@ -17,7 +18,7 @@ Status wait_for(int fd, short events, const Deadline& deadline) {
     struct pollfd p = {fd, events, 0};
     int n = poll(&p, 1, deadline.remaining_ms());
     if (n > 0) return Ok{};
-    if (n == 0) return fail("timed out");
+    if (n == 0) return fail(ErrorKind::kTimedOut, "timed out");
     if (errno != EINTR) return fail("poll: " + errno_text(errno));
   }
 }
@@ -46,7 +47,7 @@ Status read_all(int fd, char* data, size_t len, const Deadline& deadline, size_t
       if (errno == EINTR || errno == EAGAIN) continue;
       return fail("recv: " + errno_text(errno));
     }
-    if (n == 0) return fail("closed");
+    if (n == 0) return fail(ErrorKind::kClosed, "closed");
     got += static_cast<size_t>(n);
   }
   return Ok{};
@@ -54,9 +55,12 @@ Status read_all(int fd, char* data, size_t len, const Deadline& deadline, size_t
 
 }  // namespace
 
-int Deadline::remaining_ms() const {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at_ - std::chrono::steady_clock::now());
-  return left.count() > 0 ? static_cast<int>(std::min<long>(left.count(), INT32_MAX)) : 0;
+Result<sockaddr_un> unix_address(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return fail("socket path too long: " + path);
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  return addr;
 }
 
 Status write_frame(int fd, const std::string& payload, const Deadline& deadline) {
@@ -72,12 +76,12 @@ Result<std::string> read_frame(int fd, const Deadline& deadline) {
   unsigned char header[4];
   size_t got = 0;
   if (auto s = read_all(fd, reinterpret_cast<char*>(header), 4, deadline, got); !s)
-    return fail(got > 0 && s.error() == "closed" ? "truncated frame" : s.error());
+    return got > 0 && s.error_kind() == ErrorKind::kClosed ? fail("truncated frame") : s.take_error();
   uint32_t n = (uint32_t{header[0]} << 24) | (uint32_t{header[1]} << 16) | (uint32_t{header[2]} << 8) | header[3];
   if (n > kMaxFrame) return fail("frame of " + std::to_string(n) + " bytes exceeds the limit");
   std::string payload(n, '\0');
   if (auto s = read_all(fd, payload.data(), n, deadline, got); !s)
-    return fail(s.error() == "closed" ? "truncated frame" : s.error());
+    return s.error_kind() == ErrorKind::kClosed ? fail("truncated frame") : s.take_error();
   return payload;
 }
 

@@ -2,28 +2,23 @@
 // bytes of protobuf. Every read and write honours one deadline.
 #pragma once
 
+#include <sys/un.h>
+
 #include <chrono>
 #include <string>
 
+#include "common/deadline.h"
 #include "common/result.h"
 
 namespace crisp {
 
 inline constexpr size_t kMaxFrame = 4u << 20;
 
-class Deadline {
- public:
-  explicit Deadline(std::chrono::milliseconds in) : at_(std::chrono::steady_clock::now() + in) {}
-  // Milliseconds left, at least 0, for poll().
-  int remaining_ms() const;
-  static const Deadline& soonest(const Deadline& a, const Deadline& b) { return a.at_ < b.at_ ? a : b; }
-
- private:
-  std::chrono::steady_clock::time_point at_;
-};
+// The address of a Unix socket at path; fails when the path does not fit.
+Result<sockaddr_un> unix_address(const std::string& path);
 
 Status write_frame(int fd, const std::string& payload, const Deadline& deadline);
-// An error whose message is "closed" means the peer closed before a frame began.
+// Errors of kind kClosed: the peer closed before a frame began; kTimedOut: the deadline passed.
 Result<std::string> read_frame(int fd, const Deadline& deadline);
 
 }  // namespace crisp

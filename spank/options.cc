@@ -91,15 +91,15 @@ const std::vector<OptionDef>& option_defs() {
 
 Status validate_option(const std::string& key, const std::string& value) {
   if (key == "IMAGE") {
-    if (auto r = parse_image_ref(value); !r) return Error{r.error()};
+    if (auto r = parse_image_ref(value); !r) return r.take_error();
   } else if (key == "MOUNTS") {
-    if (auto r = parse_mounts(value); !r) return Error{r.error()};
+    if (auto r = parse_mounts(value); !r) return r.take_error();
   } else if (key == "WORKDIR") {
     return check_workdir(value);
   } else if (key == "ENV") {
-    if (auto r = parse_env_names(value); !r) return Error{r.error()};
+    if (auto r = parse_env_names(value); !r) return r.take_error();
   } else if (key == "NAME") {
-    if (auto r = parse_name(value); !r) return Error{r.error()};
+    if (auto r = parse_name(value); !r) return r.take_error();
   } else if (key == "SAVE") {
     return fail("--container-save is not supported: containerd's CRI cannot export a container's filesystem; "
                 "build the image with your usual tools and push it to a registry");
@@ -132,7 +132,7 @@ Status apply_environment(RawOptions& raw, const EnvLookup& lookup) {
 Result<ContainerOptions> validate_options(const RawOptions& raw, const PluginConfig& config) {
   ContainerOptions out;
   for (const auto& [key, value] : raw.values)
-    if (auto s = validate_option(key, value); !s) return Error{s.error()};
+    if (auto s = validate_option(key, value); !s) return s.take_error();
   auto image = value_of(raw, "IMAGE");
   auto name = value_of(raw, "NAME");
   if (!image && !name) {
@@ -199,7 +199,7 @@ Result<PluginConfig> parse_plugin_args(const std::vector<std::string>& args) {
       return fail("unknown plugstack.conf argument '" + key +
                   "' (known: socket, timeout, execute_entrypoint, container_scope, sbatch_support, mount_workdir)");
     }
-    if (!s) return Error{s.error()};
+    if (!s) return s.take_error();
   }
   return cfg;
 }

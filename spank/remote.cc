@@ -9,6 +9,7 @@
 #include "common/client.h"
 #include "common/env.h"
 #include "common/layout.h"
+#include "common/slurm_ids.h"
 #include "common/strings.h"
 #include "spank/contexts.h"
 #include "spank/join.h"
@@ -16,8 +17,6 @@
 
 namespace crisp {
 namespace {
-
-constexpr uint32_t kExternStep = 0xfffffffc;
 
 struct StepState {
   bool active = false;    // the step asked for a container
@@ -54,13 +53,6 @@ int fail_task(spank_t sp, const std::string& message) {
 
 }  // namespace
 
-std::optional<std::string> env_value(const std::vector<std::string>& env, const std::string& name) {
-  for (const std::string& kv : env)
-    if (kv.size() > name.size() && kv[name.size()] == '=' && kv.compare(0, name.size(), name) == 0)
-      return kv.substr(name.size() + 1);
-  return std::nullopt;
-}
-
 // Kept for the tasks to print, and logged by slurmstepd for the admin.
 static void hold_error(StepState& st, const std::string& error) {
   st.error = error;
@@ -89,7 +81,7 @@ int remote_init_post_opt(spank_t sp) {
     st.error = step.error();
     return 0;
   }
-  if (step->step_id == kExternStep) return 0;
+  if (step->step_id == slurm::kExternStep) return 0;
   st.active = true;
   st.opts = *opts;
   st.step = *step;

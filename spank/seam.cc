@@ -1,11 +1,12 @@
 #include "spank/seam.h"
 
-#include <pwd.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 
+#include "common/passwd.h"
+#include "common/slurm_ids.h"
 #include "common/strings.h"
 
 namespace crisp::seam {
@@ -20,10 +21,8 @@ Result<T> item(spank_t sp, spank_item_t which, const char* name) {
 }
 
 std::string user_name(uid_t uid) {
-  struct passwd pw, *found = nullptr;
-  std::vector<char> buf(16384);
-  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || !found) return std::to_string(uid);
-  return pw.pw_name;
+  auto pw = lookup_uid(uid);
+  return pw ? pw->name : std::to_string(uid);
 }
 
 }  // namespace
@@ -34,10 +33,10 @@ Result<StepContext> read_step(spank_t sp) {
   auto step = item<uint32_t>(sp, S_JOB_STEPID, "the step id");
   auto uid = item<uid_t>(sp, S_JOB_UID, "the job's uid");
   auto gid = item<gid_t>(sp, S_JOB_GID, "the job's gid");
-  if (!job) return Error{job.error()};
-  if (!step) return Error{step.error()};
-  if (!uid) return Error{uid.error()};
-  if (!gid) return Error{gid.error()};
+  if (!job) return job.take_error();
+  if (!step) return step.take_error();
+  if (!uid) return uid.take_error();
+  if (!gid) return gid.take_error();
   s.job_id = *job;
   s.step_id = *step;
   s.uid = *uid;
@@ -50,15 +49,12 @@ Result<StepContext> read_step(spank_t sp) {
   std::vector<std::string> env = job_env(sp);
   s.workdir = job_workdir_from_env(env);
   // Set by slurmstepd before the plugin runs: gres indices of the step's GPUs.
-  for (const std::string& kv : env)
-    if (starts_with(kv, "SLURM_STEP_GPUS=") || (s.gpus.empty() && starts_with(kv, "SLURM_JOB_GPUS=")))
-      s.gpus = kv.substr(kv.find('=') + 1);
+  s.gpus = env_value(env, "SLURM_STEP_GPUS").value_or(env_value(env, "SLURM_JOB_GPUS").value_or(""));
   s.stepd_pid = getpid();
-  // Slurm's SLURM_BATCH_SCRIPT step runs the spooled script, argv[0].
-  constexpr uint32_t kBatchStep = 0xfffffffb;
+  // Slurm's batch step runs the spooled script, argv[0].
   int argc = 0;
   char** argv = nullptr;
-  if (s.step_id == kBatchStep && spank_get_item(sp, S_JOB_ARGV, &argc, &argv) == ESPANK_SUCCESS && argc > 0)
+  if (s.step_id == slurm::kBatchStep && spank_get_item(sp, S_JOB_ARGV, &argc, &argv) == ESPANK_SUCCESS && argc > 0)
     s.batch_script = argv[0];
   return s;
 }

@@ -16,7 +16,7 @@ int slurmd_job_epilog(spank_t sp) {
   req.mutable_release_job()->set_job_id(*job);
   auto r = call_agent(plugin_state().config.socket, req, std::chrono::seconds(60));
   // A node without crispd has nothing to clean; the epilog must not fail the node.
-  if (!r && r.error().find("cannot reach crispd") == std::string::npos)
+  if (!r && r.error_kind() != ErrorKind::kUnreachable)
     seam::daemon_log("releasing job " + std::to_string(*job) + ": " + r.error());
   return 0;
 }

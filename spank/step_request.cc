@@ -1,6 +1,6 @@
 #include "spank/step_request.h"
 
-#include "common/strings.h"
+#include "common/env.h"
 
 namespace crisp {
 
@@ -44,9 +44,8 @@ v1::CreateStepRequest build_create_request(const StepContext& step, const Contai
 }
 
 std::string job_workdir_from_env(const std::vector<std::string>& env) {
-  for (const std::string& kv : env)
-    if (starts_with(kv, "PWD=") && kv.size() > 5 && kv[4] == '/') return kv.substr(4);
-  return {};
+  auto pwd = env_value(env, "PWD");
+  return pwd && pwd->size() > 1 && pwd->front() == '/' ? *pwd : std::string();
 }
 
 }  // namespace crisp

@@ -9,12 +9,12 @@
 #include <mutex>
 #include <thread>
 
-#include "agent/images.h"
-#include "agent/labels.h"
-#include "agent/log.h"
+#include "agent/images/image_store.h"
+#include "agent/cri/labels.h"
+#include "common/log.h"
 #include "agent/reconcile.h"
 #include "agent/server.h"
-#include "agent/steps.h"
+#include "agent/step_manager.h"
 #include "common/client.h"
 
 using namespace std::chrono_literals;
@@ -209,6 +209,13 @@ class AgentTest : public ::testing::Test {
     return r;
   }
 
+  // The sandbox the fake holds the step's container in.
+  std::string sandbox_of(const crisp::v1::CreateStepResponse& r) {
+    std::lock_guard l(fake_.mu);
+    auto it = fake_.containers.find(r.container_id());
+    return it == fake_.containers.end() ? "" : it->second.pod_sandbox_id();
+  }
+
   FakeCri fake_;
   std::string dir_, endpoint_;
   std::unique_ptr<grpc::Server> server_;
@@ -248,7 +255,8 @@ TEST_F(AgentTest, StepsShareTheUserSandboxWhichOutlivesTheJobUntilIdle) {
   auto b = steps_->create(step(7, 1));
   ASSERT_TRUE(a.ok()) << a.error();
   ASSERT_TRUE(b.ok()) << b.error();
-  EXPECT_EQ(a->sandbox_id(), b->sandbox_id());
+  const std::string sandbox = sandbox_of(*a);
+  EXPECT_EQ(sandbox_of(*b), sandbox);
   EXPECT_EQ(a->holder_pid(), getpid());
   EXPECT_EQ(a->image_env_size(), 1);
   for (uint32_t s : {0u, 1u}) {
@@ -260,17 +268,17 @@ TEST_F(AgentTest, StepsShareTheUserSandboxWhichOutlivesTheJobUntilIdle) {
   ASSERT_EQ(fake_.sandboxes.size(), 1u) << "kept for the job's next step";
   auto c = steps_->create(step(7, 2));
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->sandbox_id(), a->sandbox_id());
+  EXPECT_EQ(sandbox_of(*c), sandbox);
   ASSERT_TRUE(steps_->release_step(7, 2).ok());
   auto end = steps_->release_job(7);
   ASSERT_TRUE(end.ok());
-  EXPECT_FALSE(end->removed_sandbox());
+  EXPECT_EQ(fake_.sandboxes.size(), 1u) << "the job's end leaves the user's sandbox";
   auto next_job = steps_->create(step(8, 0));
   ASSERT_TRUE(next_job.ok());
-  EXPECT_EQ(next_job->sandbox_id(), a->sandbox_id()) << "the user's next job reuses it";
+  EXPECT_EQ(sandbox_of(*next_job), sandbox) << "the user's next job reuses it";
   auto other_user = steps_->create(step(9, 0, 1001));
   ASSERT_TRUE(other_user.ok());
-  EXPECT_NE(other_user->sandbox_id(), a->sandbox_id()) << "one sandbox per user";
+  EXPECT_NE(sandbox_of(*other_user), sandbox) << "one sandbox per user";
   ASSERT_TRUE(steps_->release_job(8).ok());
   ASSERT_TRUE(steps_->release_job(9).ok());
   EXPECT_EQ(crisp::sweep_once(*steps_, 3600s), 0u) << "idle for less than the grace";

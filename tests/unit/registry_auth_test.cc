@@ -1,8 +1,8 @@
-#include "agent/registry_auth.h"
+#include "agent/images/registry_auth.h"
 
 #include <gtest/gtest.h>
 
-#include "agent/entrypoint.h"
+#include "agent/images/pull_error.h"
 
 namespace {
 
@@ -38,14 +38,17 @@ TEST(DockerConfig, AuthAndPlainFieldsAndHubAliases) {
   EXPECT_FALSE(crisp::find_in_docker_config(R"({"credsStore": "desktop"})", "docker.io", ""));
 }
 
-TEST(CriLog, MessagesOfBothStreams) {
-  std::string m;
-  ASSERT_TRUE(crisp::parse_cri_log_line("2026-12-02T16:42:55.123Z stdout F hello world", m));
-  EXPECT_EQ(m, "hello world");
-  ASSERT_TRUE(crisp::parse_cri_log_line("2026-12-02T16:42:55.123Z stderr P partial", m));
-  EXPECT_EQ(m, "partial");
-  EXPECT_FALSE(crisp::parse_cri_log_line("garbage", m));
-  EXPECT_FALSE(crisp::parse_cri_log_line("t other F x", m));
+TEST(PullErrors, SayWhatToFix) {
+  const std::string ref = "r:5000/x:1";
+  EXPECT_EQ(crisp::explain_pull_error(ref, "failed to resolve reference \"r:5000/x:1\": not found"),
+            "image r:5000/x:1 was not found in its registry: check the name and tag");
+  EXPECT_EQ(crisp::explain_pull_error(ref, "pulling from host r:5000 failed with status code 401 Unauthorized: unauthorized"),
+            "the registry refused access to image r:5000/x:1: put credentials for its registry in "
+            "~/.config/enroot/.credentials (netrc) or ~/.docker/config.json");
+  EXPECT_NE(crisp::explain_pull_error(ref, "dial tcp 127.0.0.1:5999: connect: connection refused")
+                .find("cannot reach the registry of image r:5000/x:1"),
+            std::string::npos);
+  EXPECT_EQ(crisp::explain_pull_error(ref, "disk full"), "cannot pull image r:5000/x:1: disk full");
 }
 
 }  // namespace

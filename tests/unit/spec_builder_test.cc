@@ -1,8 +1,8 @@
-#include "agent/spec_builder.h"
+#include "agent/cri/spec_builder.h"
 
 #include <gtest/gtest.h>
 
-#include "agent/labels.h"
+#include "agent/cri/labels.h"
 
 namespace {
 
@@ -167,33 +167,6 @@ TEST(ContainerPid, ParsesAndRejects) {
   EXPECT_EQ(*p, 4321);
   EXPECT_FALSE(crisp::parse_container_pid({{"info", R"({"pid": 0})"}}).ok());
   EXPECT_FALSE(crisp::parse_container_pid({{"info", R"({})"}}).ok());
-}
-
-}  // namespace
-
-#include "agent/images.h"
-#include "agent/log.h"
-
-namespace {
-
-TEST(PullErrors, SayWhatToFix) {
-  const std::string ref = "r:5000/x:1";
-  EXPECT_EQ(crisp::explain_pull_error(ref, "failed to resolve reference \"r:5000/x:1\": not found"),
-            "image r:5000/x:1 was not found in its registry: check the name and tag");
-  EXPECT_EQ(crisp::explain_pull_error(ref, "pulling from host r:5000 failed with status code 401 Unauthorized: unauthorized"),
-            "the registry refused access to image r:5000/x:1: put credentials for its registry in "
-            "~/.config/enroot/.credentials (netrc) or ~/.docker/config.json");
-  EXPECT_NE(crisp::explain_pull_error(ref, "dial tcp 127.0.0.1:5999: connect: connection refused")
-                .find("cannot reach the registry of image r:5000/x:1"),
-            std::string::npos);
-  EXPECT_EQ(crisp::explain_pull_error(ref, "disk full"), "cannot pull image r:5000/x:1: disk full");
-}
-
-TEST(LogLevel, Names) {
-  crisp::LogLevel l;
-  EXPECT_TRUE(crisp::parse_log_level("warn", l));
-  EXPECT_EQ(l, crisp::LogLevel::warn);
-  EXPECT_FALSE(crisp::parse_log_level("verbose", l));
 }
 
 }  // namespace

@@ -1,0 +1,58 @@
+// A thin synchronous wrapper over containerd's CRI (RuntimeService and
+// ImageService): every call has a deadline and returns a one-line error.
+// Calls that make runc work (a sandbox's run, stop and removal; a container's create, start
+// and removal) are let through at most `parallel_tasks` at once: all of a sandbox's
+// containers share one shim, and a flood of them starves containerd's 2 s task-state query,
+// after which it builds a container against pid 0 ("namespace path: lstat /proc/0/ns/ipc").
+// StopContainer is not limited: it may wait out a step's grace period.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <semaphore>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "cri.grpc.pb.h"
+
+namespace crisp {
+
+using Labels = std::map<std::string, std::string>;
+namespace cri = runtime::v1;
+
+class CriClient {
+ public:
+  static constexpr int kMaxParallelTasks = 1024;
+  CriClient(const std::string& endpoint, std::chrono::seconds call_timeout, std::chrono::seconds pull_timeout,
+            int parallel_tasks);
+
+  Result<std::string> version();
+  Result<std::string> run_pod_sandbox(const cri::PodSandboxConfig& config, const std::string& runtime_handler);
+  Status stop_pod_sandbox(const std::string& id);
+  Status remove_pod_sandbox(const std::string& id);
+  Result<std::vector<cri::PodSandbox>> list_pod_sandboxes(const Labels& selector);
+  Result<std::string> create_container(const std::string& sandbox_id, const cri::ContainerConfig& config,
+                                       const cri::PodSandboxConfig& sandbox_config);
+  Status start_container(const std::string& id);
+  Status stop_container(const std::string& id, int64_t timeout_s);
+  Status remove_container(const std::string& id);
+  Result<std::vector<cri::Container>> list_containers(const Labels& selector, const std::string& sandbox_id = "");
+  Result<cri::ContainerStatusResponse> container_status(const std::string& id, bool verbose);
+  // An image that is not in the store is a value without `image`, not an error.
+  Result<cri::ImageStatusResponse> image_status(const std::string& ref, bool verbose);
+  // auth's server_address must stay empty: containerd drops credentials whose address has no scheme.
+  Result<std::string> pull_image(const std::string& ref, const std::optional<cri::AuthConfig>& auth);
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<cri::RuntimeService::Stub> runtime_;
+  std::unique_ptr<cri::ImageService::Stub> images_;
+  std::chrono::seconds call_timeout_;
+  std::chrono::seconds pull_timeout_;
+  std::counting_semaphore<kMaxParallelTasks> task_slots_;
+};
+
+}  // namespace crisp

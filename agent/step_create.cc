@@ -1,0 +1,426 @@
+// StepManager::create: a step's container, made in named phases. What a phase
+// makes is owned by an RAII object (HostArtifacts, ContainerGuard), so any
+// failure undoes everything before the error is answered.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+
+#include "agent/cri/labels.h"
+#include "agent/devices/cdi_hooks.h"
+#include "agent/devices/driver_discovery.h"
+#include "agent/devices/gpu_plan.h"
+#include "agent/devices/gres.h"
+#include "agent/host/entrypoint.h"
+#include "agent/host/tmpfs.h"
+#include "agent/host/user_access.h"
+#include "agent/images/credentials.h"
+#include "agent/step_manager.h"
+#include "common/image_ref.h"
+#include "common/log.h"
+#include "common/mount_spec.h"
+#include "common/slurm_ids.h"
+#include "common/strings.h"
+
+namespace crisp {
+
+struct StepManager::Plan {
+  JobIdentity scope;
+  bool named = false;
+  ImageRef ref;
+  UserCreds creds;
+  StepContainerInput in;
+  v1::CreateStepResponse out;
+  std::vector<CdiHook> hooks;
+  std::vector<std::string> gpu_bdfs;
+  bool driver_mounted = false;
+  RdmaPlan rdma;
+  size_t tmpfs_count = 0;
+  std::string key;  // names what the step makes on the host: JOB.STEP, or JOB.UID.NAME
+  int pid = 0;      // the holder's
+  std::string container_id;
+};
+
+// Milliseconds each phase of a step's setup took, for the log: where launch time goes.
+class StepManager::PhaseClock {
+ public:
+  void lap(const char* phase) {
+    auto now = std::chrono::steady_clock::now();
+    text_ += (text_.empty() ? "" : ", ") + std::string(phase) + " " + std::to_string(ms(last_, now));
+    last_ = now;
+  }
+  const std::string& text() const { return text_; }
+  int64_t total_ms() const { return ms(start_, std::chrono::steady_clock::now()); }
+
+ private:
+  static int64_t ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
+  }
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_ = start_;
+  std::string text_;
+};
+
+namespace {
+
+v1::BindMount bind_mount(const std::string& source, const std::string& target, bool readonly) {
+  v1::BindMount m;
+  m.set_source(source);
+  m.set_target(target);
+  m.set_readonly(readonly);
+  return m;
+}
+
+// Removes a created container unless the create succeeds.
+class ContainerGuard {
+ public:
+  ContainerGuard(StepManager& steps, std::string id) : steps_(steps), id_(std::move(id)) {}
+  ~ContainerGuard() {
+    if (id_.empty()) return;
+    cri::Container c;
+    c.set_id(id_);
+    v1::ReleaseResponse undo;
+    (void)steps_.remove_containers({c}, undo);
+  }
+  ContainerGuard(const ContainerGuard&) = delete;
+  ContainerGuard& operator=(const ContainerGuard&) = delete;
+  void keep() { id_.clear(); }
+
+ private:
+  StepManager& steps_;
+  std::string id_;
+};
+
+}  // namespace
+
+StepManager::Plan StepManager::new_plan(const v1::CreateStepRequest& req) {
+  Plan plan;
+  plan.named = !req.name().empty();
+  // A named container of global scope belongs to no job (job 0).
+  plan.scope = {plan.named && req.global_scope() ? 0 : req.job_id(), req.uid(), req.user()};
+  plan.creds = {req.uid(), req.gid(), {req.supplementary_gids().begin(), req.supplementary_gids().end()}};
+  StepContainerInput& in = plan.in;
+  in.job = plan.scope;
+  in.step_id = req.step_id();
+  in.gid = req.gid();
+  in.groups = plan.creds.groups;
+  in.stepd_pid = req.stepd_pid();
+  in.name = req.name();
+  in.readonly_rootfs = req.readonly_rootfs();
+  return plan;
+}
+
+Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& req) {
+  PhaseClock clock;
+  Plan plan = new_plan(req);
+  if (plan.named) {
+    auto lock = lock_job(plan.scope.job_id);
+    auto joined = join_named(plan.scope, req);
+    if (!joined) return joined.take_error();
+    if (*joined) return finish(req, **joined, "joined named", clock);
+  }
+  auto ref = parse_image_ref(req.image());
+  if (!ref) return ref.take_error();
+  plan.ref = *ref;
+  for (auto phase : {&StepManager::resolve_user_paths, &StepManager::plan_devices, &StepManager::pull_image})
+    if (auto s = (this->*phase)(req, plan); !s) return s.take_error();
+  clock.lap("image");
+
+  // Unnamed steps touch only their own container: they are made side by side.
+  std::optional<SlotLock<std::unique_lock<std::shared_mutex>>> whole_job;
+  std::optional<SlotLock<std::shared_lock<std::shared_mutex>>> shared_job;
+  if (plan.named) {
+    whole_job.emplace(lock_job(plan.scope.job_id));
+    // Another step of the job may have made it while the image was pulled.
+    auto joined = join_named(plan.scope, req);
+    if (!joined) return joined.take_error();
+    if (*joined) return finish(req, **joined, "joined named", clock);
+  } else {
+    shared_job.emplace(share_job(plan.scope.job_id));
+    remove_stale_step(req);
+  }
+  HostArtifacts host;
+  if (auto s = prepare_host(req, plan, host); !s) return s.take_error();
+  auto id = make_container(req, plan, clock);
+  if (!id) return id.take_error();
+  ContainerGuard guard(*this, *id);
+  if (auto s = start_container(plan); !s) return s.take_error();
+  clock.lap("start");
+  if (auto s = await_holder_of(req, plan); !s) return s.take_error();
+  clock.lap("holder");
+  if (auto s = run_hooks(plan); !s) return s.take_error();
+  // A slurmstepd that gave up waiting (or died) will never use nor release this.
+  if (!plan.named && req.stepd_pid() > 0 && kill(req.stepd_pid(), 0) != 0 && errno == ESRCH)
+    return fail("slurmstepd " + std::to_string(req.stepd_pid()) + " exited while its container was made");
+  guard.keep();
+  host.keep();
+  plan.out.set_holder_pid(plan.pid);
+  plan.out.set_container_id(plan.container_id);
+  return finish(req, plan.out, plan.named ? "created named" : "created", clock);
+}
+
+v1::CreateStepResponse StepManager::finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out,
+                                           const std::string& what, const PhaseClock& clock) {
+  int64_t ms = clock.total_ms();
+  out.set_setup_ms(static_cast<uint32_t>(ms));
+  created++;
+  log_info(what + " container " + out.container_id().substr(0, 12) + " for " + slurm::step_text(req.job_id(), req.step_id()) +
+           " (uid " + std::to_string(req.uid()) + ", " + out.image() + ") in " + std::to_string(ms) + " ms" +
+           (clock.text().empty() ? "" : " (" + clock.text() + ")"));
+  return out;
+}
+
+Result<std::optional<cri::Container>> StepManager::find_named(const JobIdentity& scope, const std::string& name) {
+  Labels sel = job_selector(scope.job_id);
+  sel[labels::kUid] = std::to_string(scope.uid);
+  sel[labels::kName] = name;
+  auto found = cri_.list_containers(sel);
+  if (!found) return found.take_error();
+  std::optional<cri::Container> running;
+  for (const cri::Container& c : *found) {
+    if (c.state() == cri::CONTAINER_RUNNING && !running) {
+      running = c;
+      continue;
+    }
+    // Its holder died (containerd restarted, the node rebooted): only its name is left.
+    log_warn("removing named container " + c.id().substr(0, 12) + " (" + name + "), which is not running");
+    v1::ReleaseResponse undo;
+    (void)remove_containers({c}, undo);
+  }
+  return running;
+}
+
+// Call with lock_job(scope.job_id) held. nullopt: none exists, make one.
+Result<std::optional<v1::CreateStepResponse>> StepManager::join_named(const JobIdentity& scope,
+                                                                      const v1::CreateStepRequest& req) {
+  auto found = find_named(scope, req.name());
+  if (!found) return found.take_error();
+  if (!*found) {
+    if (req.name_mode() == v1::NAME_EXEC)
+      return fail("there is no container named " + req.name() + " on this node: --container-name=" + req.name() +
+                  ":exec only joins one made by an earlier step");
+    if (req.image().empty())
+      return fail("there is no container named " + req.name() + " on this node: add --container-image to create it");
+    return std::optional<v1::CreateStepResponse>();
+  }
+  if (req.name_mode() == v1::NAME_CREATE)
+    return fail("a container named " + req.name() + " already exists on this node (--container-name=" + req.name() +
+                ":create makes a new one only)");
+  auto out = attach(**found, req);
+  if (!out) return out.take_error();
+  return std::optional<v1::CreateStepResponse>(*out);
+}
+
+Result<v1::CreateStepResponse> StepManager::attach(const cri::Container& c, const v1::CreateStepRequest& req) {
+  auto pid = holder_pid(c.id());
+  if (!pid) return fail("the container named " + req.name() + " cannot be joined: " + pid.error());
+  v1::CreateStepResponse out;
+  out.set_attached(true);
+  out.set_holder_pid(*pid);
+  out.set_container_id(c.id());
+  std::string image = labels::value_of(c.labels(), labels::kImage);
+  out.set_image(image);
+  auto env = c.labels().count(labels::kEntrypoint) ? holder_environment(*pid) : Result<std::vector<std::string>>(fail(""));
+  auto config = images_.ensure(image);
+  if (!config) return config.take_error();
+  for (const std::string& e : env ? *env : config->env) out.add_image_env(e);
+  out.set_image_workdir(config->working_dir);
+  // The job's directory is mounted when the container was made, if it was then.
+  out.set_job_workdir_mounted(!req.job_workdir().empty());
+  return out;
+}
+
+Result<int> StepManager::holder_pid(const std::string& container_id) {
+  auto status = cri_.container_status(container_id, true);
+  if (!status) return status.take_error();
+  return parse_container_pid({status->info().begin(), status->info().end()});
+}
+
+// The user's own paths, resolved with their credentials: what they name must be theirs to read.
+Status StepManager::resolve_user_paths(const v1::CreateStepRequest& req, Plan& plan) {
+  StepContainerInput& in = plan.in;
+  for (const v1::BindMount& m : req.mounts()) {
+    if (m.tmpfs()) {
+      plan.tmpfs_count++;
+      continue;
+    }
+    auto src = resolve_as_user(plan.creds, m.source());
+    if (!src) return fail("mount source " + src.error() + ": it must exist and be readable by you");
+    v1::BindMount resolved = m;
+    resolved.set_source(*src);
+    in.mounts.push_back(resolved);
+  }
+  if (req.mount_home()) {
+    auto home = home_of(req.uid());
+    if (!home) return home.take_error();
+    auto dir = resolve_as_user(plan.creds, *home);
+    if (!dir) return fail("--container-mount-home: your home directory " + dir.error());
+    in.mounts.push_back(bind_mount(*dir, *home, false));
+  }
+  // slurmd spooled it; slurmstepd (root) vouches for the path.
+  if (!req.batch_script().empty()) in.mounts.push_back(bind_mount(req.batch_script(), req.batch_script(), true));
+  if (!req.job_workdir().empty()) {
+    // A working directory the user cannot reach stays unmounted; slurmstepd then reports it.
+    if (auto wd = resolve_as_user(plan.creds, req.job_workdir()); wd) {
+      in.workdir = *wd;
+      in.workdir_alias = normalize_path(req.job_workdir());
+      plan.out.set_job_workdir_mounted(true);
+    }
+  }
+  return Ok{};
+}
+
+Status StepManager::plan_devices(const v1::CreateStepRequest& req, Plan& plan) {
+  auto add_devices = [&](const std::vector<PlannedDevice>& devices, const std::vector<std::string>& env) {
+    for (const PlannedDevice& d : devices) {
+      cri::Device dev;
+      dev.set_host_path(d.host_path);
+      dev.set_container_path(d.container_path);
+      dev.set_permissions(d.permissions);
+      plan.in.devices.push_back(dev);
+    }
+    for (const std::string& e : env) plan.out.add_device_env(e);
+  };
+  if (!req.gpus().empty()) {
+    auto indices = parse_index_list(req.gpus());
+    if (!indices) return indices.take_error();
+    auto gpus = plan_gpus(settings_.devices, settings_.node.node_name, *indices);
+    if (!gpus) return gpus.take_error();
+    add_devices(gpus->devices, gpus->env);
+    // The admin's CDI spec names these host paths: no user check applies.
+    for (const PlannedMount& m : gpus->mounts)
+      plan.in.mounts.push_back(bind_mount(m.host_path, m.container_path, m.readonly));
+    for (uint32_t g : gpus->gids) plan.in.groups.push_back(g);
+    plan.gpu_bdfs = gpus->gpu_bdfs;
+    plan.driver_mounted = gpus->driver_mounted;
+    plan.hooks = gpus->hooks;
+  }
+  plan.rdma = plan_rdma(settings_.devices, settings_.hca_policy, plan.gpu_bdfs);
+  add_devices(plan.rdma.devices, plan.rdma.env);
+  return Ok{};
+}
+
+// The image, pulled with the user's credentials if the node lacks it, and what its config says.
+Status StepManager::pull_image(const v1::CreateStepRequest& req, Plan& plan) {
+  std::string image = plan.ref.canonical();
+  auto home = home_of(req.uid());
+  UserFiles user{plan.creds, home ? *home : ""};
+  auto config = images_.ensure(image, credentials_for(home ? &user : nullptr, settings_.registry_auth_file,
+                                                      plan.ref.registry, req.registry_user()));
+  if (!config) return config.take_error();
+  plan.out.set_image(image);
+  for (const std::string& e : config->env) plan.out.add_image_env(e);
+  plan.out.set_image_workdir(config->working_dir);
+  if (plan.driver_mounted)
+    for (const std::string& e : driver_path_env(config->env)) plan.out.add_device_env(e);
+  plan.in.image = image;
+  if (req.entrypoint()) plan.in.entrypoint = config->entrypoint;
+  return Ok{};
+}
+
+// tmpfs mounts, the HCA view and the entrypoint's log file: made now, owned by host until the create succeeds.
+Status StepManager::prepare_host(const v1::CreateStepRequest& req, Plan& plan, HostArtifacts& host) {
+  StepContainerInput& in = plan.in;
+  plan.key = std::to_string(plan.scope.job_id) + "." +
+             (plan.named ? std::to_string(req.uid()) + "." + req.name() : slurm::step_name(req.step_id()));
+  if (plan.tmpfs_count) {
+    auto dirs = host.make_tmpfs(kTmpfsBase, plan.key, plan.tmpfs_count, req.uid(), req.gid());
+    if (!dirs) return dirs.take_error();
+    in.tmpfs_root = host.tmpfs_root();
+    size_t i = 0;
+    for (const v1::BindMount& m : req.mounts())
+      if (m.tmpfs()) in.tmpfs.emplace_back((*dirs)[i++], m.target());
+  }
+  // Only the chosen HCAs show in /sys/class/infiniband, where the node has that class.
+  struct stat ib {};
+  const std::vector<Hca>& hcas = plan.rdma.hcas;
+  if (!hcas.empty() && hcas.size() < list_hcas(settings_.devices).size() &&
+      stat(settings_.container_sysfs_class.c_str(), &ib) == 0) {
+    std::vector<std::string> names;
+    for (const Hca& h : hcas) names.push_back(h.name);
+    if (auto s = host.make_hca_view(settings_.container_sysfs_class, names, std::string(kTmpfsBase) + "-hca/" + plan.key); !s)
+      return s;
+    in.hca_view = host.hca_view();
+  }
+  if (!in.entrypoint.empty()) {
+    // Its output explains a failing entrypoint, and is shown on request.
+    if (auto s = prepare_log_directory(kLogDirectory); !s) return s;
+    in.log_path = plan.key + ".log";
+    host.add_file(std::string(kLogDirectory) + "/" + in.log_path);
+  }
+  return Ok{};
+}
+
+// An unnamed step's leftover container of the same id (a crispd restarted mid-step).
+void StepManager::remove_stale_step(const v1::CreateStepRequest& req) {
+  Labels sel = job_selector(req.job_id());
+  sel[labels::kStep] = std::to_string(req.step_id());
+  auto stale = cri_.list_containers(sel);
+  if (!stale || stale->empty()) return;
+  log_warn("removing " + std::to_string(stale->size()) + " stale container(s) of " + slurm::step_text(req.job_id(), req.step_id()));
+  v1::ReleaseResponse undo;
+  (void)remove_containers(*stale, undo);
+}
+
+// The container in the user's sandbox (made if missing); an empty sandbox is left to the sweep on failure.
+Result<std::string> StepManager::make_container(const v1::CreateStepRequest& req, Plan& plan, PhaseClock& clock) {
+  // Under the user's lock until the container is in the sandbox: an empty one may be the sweep's.
+  auto user_lock = lock_user(req.uid());
+  auto sandbox = find_or_run_user_sandbox(req.uid(), req.user());
+  if (!sandbox) return sandbox.take_error();
+  clock.lap("sandbox");
+  auto id = cri_.create_container(sandbox->id(), build_step_container(plan.in, settings_.node),
+                                  build_user_sandbox_config(req.uid(), req.user(), settings_.node));
+  touch_sandbox(sandbox->id());
+  user_lock.unlock();
+  if (!id) return fail("cannot create the step's container from " + plan.in.image + ": " + id.error());
+  clock.lap("create");
+  plan.container_id = *id;
+  return id;
+}
+
+Status StepManager::start_container(Plan& plan) {
+  if (auto s = cri_.start_container(plan.container_id); !s)
+    return fail("cannot start the step's container from " + plan.in.image + ": " + s.error());
+  auto pid = holder_pid(plan.container_id);
+  if (!pid) return fail("the step's container did not start: " + pid.error());
+  plan.pid = *pid;
+  return Ok{};
+}
+
+// runc's init execs the container's process only after StartContainer has
+// returned, and an entrypoint runs before it execs the holder: wait for it.
+Status StepManager::await_holder_of(const v1::CreateStepRequest& req, Plan& plan) {
+  const StepContainerInput& in = plan.in;
+  if (in.entrypoint.empty()) {
+    if (auto ran = await_holder(plan.pid, settings_.holder_exe, std::chrono::seconds(10)); !ran)
+      return fail("the step's container " + ran.error());
+    return Ok{};
+  }
+  auto ran = await_holder(plan.pid, settings_.holder_exe, settings_.entrypoint_timeout);
+  std::string log = read_cri_log(std::string(kLogDirectory) + "/" + in.log_path);
+  if (!ran) {
+    while (!log.empty() && log.back() == '\n') log.pop_back();
+    for (char& ch : log)
+      if (ch == '\n') ch = ' ';
+    return fail("the image's entrypoint " + join(in.entrypoint, " ") + " " + ran.error() +
+                " (it must end with exec \"$@\")" + (log.empty() ? "" : "; its output: " + log));
+  }
+  if (req.entrypoint_log()) plan.out.set_entrypoint_log(log);
+  auto env = holder_environment(plan.pid);
+  if (!env) return fail("cannot read the environment the entrypoint left: " + env.error());
+  plan.out.clear_image_env();
+  for (const std::string& e : *env) plan.out.add_image_env(e);
+  return Ok{};
+}
+
+Status StepManager::run_hooks(const Plan& plan) {
+  for (const CdiHook& hook : plan.hooks)
+    if (auto s = run_cdi_hook(hook, oci_state_json(plan.container_id, plan.pid,
+                                                   settings_.bundle_root + "/" + plan.container_id));
+        !s)
+      return s;
+  return Ok{};
+}
+
+}  // namespace crisp

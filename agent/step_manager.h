@@ -1,0 +1,118 @@
+// The steps' holder containers: one per step, removed at the step's end, in
+// their user's sandbox on the node. That sandbox is made by the user's first
+// step and kept while it holds containers, then for --sandbox-grace seconds
+// for the user's next job (the sweep removes it), so RunPodSandbox is paid
+// once per user and node, not per job.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+
+#include "agent/cri/cri_client.h"
+#include "agent/devices/device_roots.h"
+#include "agent/devices/rdma_plan.h"
+#include "agent/host/host_artifacts.h"
+#include "agent/images/image_store.h"
+#include "agent/cri/spec_builder.h"
+#include "crisp.pb.h"
+
+namespace crisp {
+
+struct StepSettings {
+  NodeSettings node;
+  std::string runtime_handler;
+  int64_t stop_timeout_s = 2;
+  std::chrono::seconds entrypoint_timeout{60};
+  std::string registry_auth_file;  // the node's Docker-format credentials; empty: none
+  std::string holder_exe = kHolderTarget;  // the holder as /proc/PID/exe shows it
+  DeviceRoots devices;
+  HcaPolicy hca_policy = HcaPolicy::kAll;
+  // The sysfs the containers see (runc mounts the host's): where the HCA view must cover.
+  std::string container_sysfs_class = "/sys/class/infiniband";
+  // containerd's task bundles, for CDI hooks' OCI state: <state>/io.containerd.runtime.v2.task/k8s.io/<id>.
+  std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
+};
+
+// A lock that keeps its mutex alive: a job's mutex leaves the map at the job's end.
+template <class Lock>
+struct SlotLock {
+  explicit SlotLock(std::shared_ptr<std::shared_mutex> m) : mutex(std::move(m)), lock(*mutex) {}
+  void unlock() { lock.unlock(); }
+  std::shared_ptr<std::shared_mutex> mutex;
+  Lock lock;
+};
+
+class StepManager {
+ public:
+  StepManager(CriClient& cri, ImageStore& images, StepSettings settings)
+      : cri_(cri), images_(images), settings_(std::move(settings)) {}
+
+  Result<v1::CreateStepResponse> create(const v1::CreateStepRequest& req);
+  Result<v1::ReleaseResponse> release_step(uint32_t job_id, uint32_t step_id);
+  Result<v1::ReleaseResponse> release_job(uint32_t job_id);
+  Result<v1::ReleaseResponse> remove_named(uint32_t uid, const std::string& name);
+  // only_uid < 0: every job's steps.
+  Result<v1::ListResponse> list(uint32_t job_id, int64_t only_uid);
+
+  // Whole: a job's named containers, its end, the sweep. Shared: one of its
+  // unnamed steps, which touches only its own container.
+  SlotLock<std::unique_lock<std::shared_mutex>> lock_job(uint32_t job_id);
+  SlotLock<std::shared_lock<std::shared_mutex>> share_job(uint32_t job_id);
+  // Serializes finding or making a user's sandbox with its removal by the sweep.
+  SlotLock<std::unique_lock<std::shared_mutex>> lock_user(uint32_t uid);
+  // When a container was last made or removed in the sandbox (its creation
+  // if not since this crispd started), in ns since the epoch.
+  int64_t last_used_ns(const cri::PodSandbox& sandbox);
+  // Removes the containers (stopping them first) and then the job's empty sandboxes.
+  Status remove_containers(const std::vector<cri::Container>& containers, v1::ReleaseResponse& out);
+  Status remove_sandbox_if_empty(const cri::PodSandbox& sandbox, bool& removed);
+
+  CriClient& cri() { return cri_; }
+  const StepSettings& settings() const { return settings_; }
+  std::atomic<uint64_t> created{0}, released{0};
+
+ private:
+  // Call with lock_user(uid) held.
+  Result<cri::PodSandbox> find_or_run_user_sandbox(uint32_t uid, const std::string& user);
+  void touch_sandbox(const std::string& sandbox_id);
+  std::shared_ptr<std::shared_mutex> slot(uint64_t key);
+  void forget_job_lock(uint32_t job_id);
+  Labels job_selector(uint32_t job_id) const;
+  // The running container of that name and user in scope (job, or 0: global);
+  // others of that name are leftovers and removed.
+  Result<std::optional<cri::Container>> find_named(const JobIdentity& scope, const std::string& name);
+  Result<v1::CreateStepResponse> attach(const cri::Container& c, const v1::CreateStepRequest& req);
+  Result<int> holder_pid(const std::string& container_id);
+
+  struct Plan;       // what one create builds up, phase by phase (step_create.cc)
+  class PhaseClock;  // where its time goes, for the log
+  // The phases of create, in order.
+  static Plan new_plan(const v1::CreateStepRequest& req);
+  Result<std::optional<v1::CreateStepResponse>> join_named(const JobIdentity& scope, const v1::CreateStepRequest& req);
+  Status resolve_user_paths(const v1::CreateStepRequest& req, Plan& plan);
+  Status plan_devices(const v1::CreateStepRequest& req, Plan& plan);
+  Status pull_image(const v1::CreateStepRequest& req, Plan& plan);
+  Status prepare_host(const v1::CreateStepRequest& req, Plan& plan, HostArtifacts& host);
+  Result<std::string> make_container(const v1::CreateStepRequest& req, Plan& plan, PhaseClock& clock);
+  Status start_container(Plan& plan);
+  Status await_holder_of(const v1::CreateStepRequest& req, Plan& plan);
+  Status run_hooks(const Plan& plan);
+  v1::CreateStepResponse finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out, const std::string& what,
+                                const PhaseClock& clock);
+  void remove_stale_step(const v1::CreateStepRequest& req);
+
+  CriClient& cri_;
+  ImageStore& images_;
+  StepSettings settings_;
+  std::mutex locks_mu_;
+  std::map<uint64_t, std::shared_ptr<std::shared_mutex>> locks_;  // jobs by id, users by 1<<32 | uid
+  std::mutex used_mu_;
+  std::map<std::string, int64_t> sandbox_used_ns_;
+};
+
+}  // namespace crisp

@@ -1,0 +1,18 @@
+// Small reads of trusted host files (sysfs, procfs, the admin's configuration).
+// Files a user controls are read through agent/host/user_access.h instead.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace crisp {
+
+// The names in a directory, sorted, without dot entries; empty when it cannot be read.
+std::vector<std::string> list_dir(const std::string& dir);
+
+// The whole file, at most max_bytes (larger: an error naming the file).
+Result<std::string> read_text(const std::string& path, size_t max_bytes = 16u << 20);
+
+}  // namespace crisp

@@ -1,0 +1,36 @@
+// Runs a helper program (a CDI hook, ldconfig) to completion: its streams are
+// O_CLOEXEC pipes, so no other thread's child inherits them, and it gets no
+// other descriptor; what it writes is captured (bounded); a deadline kills it.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace crisp {
+
+struct ProcessSpec {
+  std::string path;                               // the program; argv[0] when empty
+  std::vector<std::string> argv;                  // argv[0] first
+  std::optional<std::vector<std::string>> env;    // nullopt: crispd's own
+  std::string input;                              // written to its stdin, then closed
+  std::chrono::milliseconds timeout{30000};
+  size_t max_output = 1 << 20;                    // per stream; the rest is read and dropped
+};
+
+struct ProcessResult {
+  int exit_code = -1;  // -1 when a signal ended it
+  int signal = 0;
+  std::string out, err;
+  bool succeeded() const { return exit_code == 0; }
+  // "exit status 3" or "signal 9".
+  std::string status_text() const;
+};
+
+// Errors: kFailed when it cannot start, kTimedOut when it outlived the timeout (it is killed).
+Result<ProcessResult> run_process(const ProcessSpec& spec);
+
+}  // namespace crisp

@@ -1,0 +1,150 @@
+// The small shared pieces: subprocesses, files, descriptors, Slurm's ids, the
+// password database, the log's levels.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "common/env.h"
+#include "common/fd.h"
+#include "common/files.h"
+#include "common/log.h"
+#include "common/passwd.h"
+#include "common/slurm_ids.h"
+#include "common/subprocess.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Subprocess, CapturesOutputFeedsInputAndNamesTheStatus) {
+  crisp::ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "read x; echo got $x; echo oops >&2; exit 3"};
+  spec.input = "hello\n";
+  auto r = crisp::run_process(spec);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->out, "got hello\n");
+  EXPECT_EQ(r->err, "oops\n");
+  EXPECT_FALSE(r->succeeded());
+  EXPECT_EQ(r->status_text(), "exit status 3");
+}
+
+TEST(Subprocess, EnvironmentIsTheGivenOneOnly) {
+  crisp::ProcessSpec spec;
+  spec.argv = {"/usr/bin/env"};
+  spec.env = std::vector<std::string>{"ONLY=this"};
+  auto r = crisp::run_process(spec);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->out, "ONLY=this\n");
+}
+
+TEST(Subprocess, ADeadlineKillsIt) {
+  crisp::ProcessSpec spec;
+  spec.argv = {"/bin/sleep", "10"};
+  spec.timeout = 200ms;
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = crisp::run_process(spec);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error_kind(), crisp::ErrorKind::kTimedOut);
+  EXPECT_EQ(r.error(), "/bin/sleep did not finish within 0 s");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
+TEST(Subprocess, AProgramThatIgnoresItsInputAndOneThatCannotRun) {
+  crisp::ProcessSpec spec;
+  spec.argv = {"/bin/true"};
+  spec.input = std::string(1 << 20, 'x');  // more than a pipe holds
+  auto r = crisp::run_process(spec);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_TRUE(r->succeeded());
+  spec.argv = {"/no/such/program"};
+  auto missing = crisp::run_process(spec);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error(), "/no/such/program cannot run: No such file or directory");
+}
+
+TEST(Subprocess, OutputIsBounded) {
+  crisp::ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "head -c 100000 /dev/zero; echo end >&2"};
+  spec.max_output = 1000;
+  auto r = crisp::run_process(spec);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->out.size(), 1000u) << "the rest is read and dropped";
+  EXPECT_EQ(r->err, "end\n");
+}
+
+TEST(Subprocess, TheChildGetsOnlyItsThreeStreams) {
+  crisp::ProcessSpec spec;
+  spec.argv = {"/bin/ls", "/proc/self/fd"};
+  auto r = crisp::run_process(spec);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->out, "0\n1\n2\n3\n") << "0-2 and ls's own listing of the directory: nothing of the caller's";
+}
+
+TEST(Files, ReadTextIsBoundedAndNamesTheFile) {
+  char tmpl[] = "/tmp/crisp-files-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  std::ofstream(dir + "/b") << "12345";
+  std::ofstream(dir + "/a") << "";
+  EXPECT_EQ(*crisp::read_text(dir + "/b"), "12345");
+  auto big = crisp::read_text(dir + "/b", 4);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error(), dir + "/b is larger than 4 bytes");
+  EXPECT_EQ(crisp::read_text(dir + "/c").error(), "cannot read " + dir + "/c: No such file or directory");
+  EXPECT_EQ(crisp::list_dir(dir), (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(crisp::list_dir(dir + "/c").empty());
+  (void)!system(("rm -rf " + dir).c_str());
+}
+
+TEST(Fd, ClosesOnceAndMoves) {
+  int raw = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(raw, 0);
+  {
+    crisp::Fd a(raw);
+    crisp::Fd b(std::move(a));
+    EXPECT_FALSE(a.valid());
+    EXPECT_EQ(b.get(), raw);
+  }
+  EXPECT_EQ(fcntl(raw, F_GETFD), -1) << "closed when its owner went";
+  crisp::Fd c(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  int kept = c.release();
+  EXPECT_FALSE(c.valid());
+  EXPECT_NE(fcntl(kept, F_GETFD), -1) << "release gives it up open";
+  close(kept);
+}
+
+TEST(SlurmIds, SpecialStepsHaveNames) {
+  EXPECT_EQ(crisp::slurm::step_name(crisp::slurm::kBatchStep), "batch");
+  EXPECT_EQ(crisp::slurm::step_name(crisp::slurm::kExternStep), "extern");
+  EXPECT_EQ(crisp::slurm::step_name(crisp::slurm::kInteractiveStep), "interactive");
+  EXPECT_EQ(crisp::slurm::step_name(3), "3");
+  EXPECT_EQ(crisp::slurm::step_text(12, crisp::slurm::kBatchStep), "job 12 step batch");
+}
+
+TEST(EnvValue, FirstMatchOfTheWholeName) {
+  std::vector<std::string> env = {"PATHX=no", "PATH=/a", "PATH=/b", "EMPTY=", "BROKEN"};
+  EXPECT_EQ(crisp::env_value(env, "PATH"), "/a");
+  EXPECT_EQ(crisp::env_value(env, "EMPTY"), "");
+  EXPECT_EQ(crisp::env_value(env, "BROKEN"), std::nullopt);
+  EXPECT_EQ(crisp::env_value(env, "PAT"), std::nullopt);
+}
+
+TEST(Passwd, RootAndNobody) {
+  auto root = crisp::lookup_uid(0);
+  ASSERT_TRUE(root);
+  EXPECT_EQ(root->name, "root");
+  EXPECT_EQ(root->home, "/root");
+  EXPECT_FALSE(crisp::lookup_uid(4000000000u));
+}
+
+TEST(LogLevel, Names) {
+  crisp::LogLevel l;
+  EXPECT_TRUE(crisp::parse_log_level("warn", l));
+  EXPECT_EQ(l, crisp::LogLevel::warn);
+  EXPECT_FALSE(crisp::parse_log_level("verbose", l));
+}
+
+}  // namespace

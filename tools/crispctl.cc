@@ -1,0 +1,96 @@
+// crispctl: the admin's view of crispd on this node.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+
+#include "common/client.h"
+#include "common/slurm_ids.h"
+#include "version.h"
+
+namespace {
+
+int call(const std::string& socket, const crisp::v1::Request& req, int timeout_s, crisp::v1::Response& resp) {
+  auto r = crisp::call_agent(socket, req, std::chrono::seconds(timeout_s));
+  if (!r) {
+    std::cerr << "crisp: " << r.error() << "\n";
+    return 1;
+  }
+  resp = std::move(*r);
+  return 0;
+}
+
+std::string age(int64_t created_ns) {
+  long s = static_cast<long>(time(nullptr) - created_ns / 1000000000);
+  if (s < 120) return std::to_string(s) + "s";
+  if (s < 7200) return std::to_string(s / 60) + "m";
+  return std::to_string(s / 3600) + "h";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"crispctl: inspect and drive crispd on this node"};
+  std::string socket = crisp::kDefaultSocket;
+  bool version = false;
+  app.add_option("--socket", socket, "crispd's socket")->capture_default_str();
+  app.add_flag("--version", version, "print the version and exit");
+  app.require_subcommand(0, 1);
+
+  auto* ps = app.add_subcommand("ps", "list the jobs, steps and containers on this node");
+  uint32_t job = 0;
+  ps->add_option("--job", job, "only this job");
+  auto* pull = app.add_subcommand("pull", "pull an image into the node's store");
+  std::string image;
+  int pull_timeout = 1800;
+  pull->add_option("IMAGE", image, "image reference, as for --container-image")->required();
+  pull->add_option("--timeout", pull_timeout, "seconds to wait")->capture_default_str();
+  auto* stats = app.add_subcommand("stats", "print crispd's counters");
+  auto* rm = app.add_subcommand("rm", "remove a named container (--container-name) from this node");
+  std::string name;
+  uint32_t rm_uid = getuid();
+  rm->add_option("NAME", name, "the container's name")->required();
+  rm->add_option("--uid", rm_uid, "whose container (root only; default: yours)");
+  CLI11_PARSE(app, argc, argv);
+
+  if (version) {
+    std::cout << "crispctl " << CRISP_VERSION << "\n";
+    return 0;
+  }
+  crisp::v1::Request req;
+  crisp::v1::Response resp;
+  if (*pull) {
+    req.mutable_pull()->set_image(image);
+    if (int rc = call(socket, req, pull_timeout, resp)) return rc;
+    std::cout << resp.pull().image_ref() << " ready in " << resp.pull().ms() << " ms\n";
+    return 0;
+  }
+  if (*rm) {
+    req.mutable_remove_named()->set_name(name);
+    req.mutable_remove_named()->set_uid(rm_uid);
+    if (int rc = call(socket, req, 60, resp)) return rc;
+    std::cout << "removed " << name << "\n";
+    return 0;
+  }
+  if (*stats) {
+    req.mutable_stats();
+    if (int rc = call(socket, req, 10, resp)) return rc;
+    const auto& s = resp.stats();
+    std::cout << "pulls_started " << s.pulls_started() << "\npulls_merged " << s.pulls_merged() << "\npulls_cached "
+              << s.pulls_cached() << "\nsteps_created " << s.steps_created() << "\nsteps_released "
+              << s.steps_released() << "\nswept " << s.swept() << "\n";
+    return 0;
+  }
+  // ps is the default.
+  req.mutable_list()->set_job_id(job);
+  if (int rc = call(socket, req, 10, resp)) return rc;
+  std::printf("%-10s %-12s %-7s %-14s %-18s %-6s %s\n", "JOB", "STEP", "UID", "CONTAINER", "STATE", "AGE", "IMAGE");
+  for (const auto& s : resp.list().steps())
+    std::printf("%-10s %-12s %-7u %-14s %-18s %-6s %s\n", s.job_id() ? std::to_string(s.job_id()).c_str() : "-",
+                s.name().empty() ? crisp::slurm::step_name(s.step_id()).c_str() : ("name=" + s.name()).c_str(), s.uid(),
+                s.container_id().substr(0, 13).c_str(), s.state().c_str(), age(s.created_at_ns()).c_str(),
+                s.image().c_str());
+  return 0;
+}
