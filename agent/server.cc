@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "agent/images/credentials.h"
-#include "common/log.h"
 #include "common/client.h"
 #include "common/image_ref.h"
+#include "common/log.h"
 #include "common/strings.h"
 #include "common/wire.h"
 

@@ -14,11 +14,11 @@
 #include <shared_mutex>
 
 #include "agent/cri/cri_client.h"
+#include "agent/cri/spec_builder.h"
 #include "agent/devices/device_roots.h"
 #include "agent/devices/rdma_plan.h"
 #include "agent/host/host_artifacts.h"
 #include "agent/images/image_store.h"
-#include "agent/cri/spec_builder.h"
 #include "crisp.pb.h"
 
 namespace crisp {

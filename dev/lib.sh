@@ -55,6 +55,20 @@ build_and_install() {
   meson install -C "$BUILD_DIR" --quiet --no-rebuild
 }
 
+# The unit tests built with AddressSanitizer and UndefinedBehaviorSanitizer, in
+# their own build directory (the integration tests use the normal build).
+SANITIZED_BUILD_DIR=${SANITIZED_BUILD_DIR:-$CRISP_SRC/build-sanitized}
+build_sanitized() {
+  say "building the unit tests with ASan + UBSan ($SANITIZED_BUILD_DIR)"
+  if [[ ! -d $SANITIZED_BUILD_DIR ]]; then
+    meson setup "$SANITIZED_BUILD_DIR" "$CRISP_SRC" -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
+      -Dcpp_args=-fno-sanitize-recover=all -Dc_args=-fno-sanitize-recover=all >/dev/null || return 1
+  fi
+  local targets=()
+  for t in "$BUILD_DIR"/tests/*_test; do targets+=("tests/$(basename "$t")"); done
+  ninja -C "$SANITIZED_BUILD_DIR" "${targets[@]}" >/dev/null
+}
+
 # start NAME PIDFILE CMD...: runs CMD in the background, logs in $LOGS/NAME.log.
 start_daemon() {
   local name=$1 pidfile=$2; shift 2

@@ -1,7 +1,8 @@
 #!/bin/bash
-# Runs every test: the unit tests (GoogleTest), then the integration tests on
-# the real local cluster, which it brings up itself (dev/up.sh --no-demo).
-# Ends with "N passed, N failed" over both, and fails if any test failed.
+# Runs every test: the unit tests (GoogleTest), again under ASan + UBSan, then
+# the integration tests on the real local cluster, which it brings up itself
+# (dev/up.sh --no-demo), and the package test; it leaves the cluster as
+# dev/up.sh does. Ends with "N passed, N failed" over all, and fails if any failed.
 source "$(dirname "$0")/lib.sh"
 need_root
 set +e
@@ -40,6 +41,25 @@ PY
 ((unit_failed_bins > 0 && unit_fail == 0)) && unit_fail=$unit_failed_bins
 echo "unit: $unit_pass passed, $unit_fail failed, $unit_skip skipped"
 
+# The same unit tests once more under AddressSanitizer and UndefinedBehaviorSanitizer
+# (dev/lib.sh's build_sanitized): one test per binary, failed on any report.
+say "unit tests under ASan + UBSan"
+san_pass=0 san_fail=0
+if build_sanitized; then
+  for t in "$BUILD_DIR"/tests/*_test; do
+    name=$(basename "$t") log=$results/$name.sanitized.log
+    if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      "$SANITIZED_BUILD_DIR/tests/$name" --gtest_brief=1 >"$log" 2>&1 && ! grep -qE "runtime error|Sanitizer" "$log"; then
+      san_pass=$((san_pass + 1)); printf 'ok     %-32s (sanitized)\n' "$name"
+    else
+      san_fail=$((san_fail + 1)); echo "FAILED $name under the sanitizers:"; grep -E "ERROR|runtime error|Failure" "$log" | head -10
+    fi
+  done
+else
+  san_fail=1; echo "FAILED: the sanitized build failed (counted as one failed test)"
+fi
+echo "unit (sanitized): $san_pass passed, $san_fail failed"
+
 say "bringing up the local cluster"
 it_pass=0 it_fail=1
 if "$CRISP_SRC/dev/up.sh" --no-demo; then
@@ -52,9 +72,19 @@ if "$CRISP_SRC/dev/up.sh" --no-demo; then
   fi
   say "package test: the .deb built, installed and run from its own files"
   if "$CRISP_SRC/tests/package/run.sh"; then it_pass=$((it_pass + 1)); else it_fail=$((it_fail + 1)); fi
+  # The package test purged its install: the cluster goes back to how dev/up.sh left it,
+  # and a user's containerized srun works again.
+  say "restoring the local cluster"
+  if "$CRISP_SRC/dev/up.sh" --no-demo >"$results/up-again.log" 2>&1 &&
+    (cd /tmp && runuser -u "$TEST_USER" -- timeout 120 srun --container-image="$TEST_IMAGE" cat /etc/os-release) |
+    grep -q 'PRETTY_NAME="crisp test image (busybox)"'; then
+    it_pass=$((it_pass + 1)); echo "ok     cluster_usable_after_tests"
+  else
+    it_fail=$((it_fail + 1)); echo "FAILED cluster_usable_after_tests (see $results/up-again.log)"
+  fi
 else
   echo "FAILED: the local cluster did not come up (counted as one failed test)"
 fi
 
-echo "$((unit_pass + it_pass)) passed, $((unit_fail + it_fail)) failed"
-((unit_fail + it_fail == 0))
+echo "$((unit_pass + san_pass + it_pass)) passed, $((unit_fail + san_fail + it_fail)) failed"
+((unit_fail + san_fail + it_fail == 0))

@@ -26,12 +26,10 @@ namespace crisp {
 namespace {
 
 Status write_file(const std::string& path, const std::string& text) {
-  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return fail("cannot open " + path + ": " + errno_text(errno));
-  ssize_t n = write(fd, text.data(), text.size());
-  int err = errno;
-  close(fd);
-  if (n != static_cast<ssize_t>(text.size())) return fail("cannot write " + path + ": " + errno_text(err));
+  Fd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return fail("cannot open " + path + ": " + errno_text(errno));
+  if (write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    return fail("cannot write " + path + ": " + errno_text(errno));
   return Ok{};
 }
 
@@ -48,17 +46,15 @@ Status make_dirs(const std::string& path) {
 
 }  // namespace
 
-Result<int> open_holder_mount_ns(int holder_pid, const char* holder_path_inside) {
+Result<Fd> open_holder_mount_ns(int holder_pid, const char* holder_path_inside) {
   std::string proc = "/proc/" + std::to_string(holder_pid);
-  int fd = open((proc + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail("cannot open the container's mount namespace: " + errno_text(errno));
+  Fd fd(open((proc + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return fail("cannot open the container's mount namespace: " + errno_text(errno));
   // Checked after the open: the fd then surely belongs to the holder.
   char exe[PATH_MAX];
   ssize_t n = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
-  if (n < 0 || std::string(exe, static_cast<size_t>(n)) != holder_path_inside) {
-    close(fd);
+  if (n < 0 || std::string(exe, static_cast<size_t>(n)) != holder_path_inside)
     return fail("the step's container exited before its tasks could join it");
-  }
   return fd;
 }
 
@@ -72,23 +68,18 @@ Status join_mount_ns(int ns_fd) {
 
 namespace crisp {
 
-Result<int> clone_host_tree(const std::string& path) {
-  int fd = static_cast<int>(
-      syscall(SYS_open_tree, AT_FDCWD, path.c_str(), OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE));
-  if (fd < 0) return fail("cannot take " + path + " into the container: open_tree: " + errno_text(errno));
+Result<Fd> clone_host_tree(const std::string& path) {
+  Fd fd(static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, path.c_str(), OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE)));
+  if (!fd) return fail("cannot take " + path + " into the container: open_tree: " + errno_text(errno));
   return fd;
 }
 
 Status attach_tree(int tree_fd, const std::string& target) {
   // Every task of the step arrives here; the first attaches, the others find it
   // there. Each opens the namespace itself: a lock on a shared fd would not exclude.
-  int lock_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-  if (lock_fd < 0) return fail("cannot open the container's mount namespace: " + errno_text(errno));
-  if (flock(lock_fd, LOCK_EX) != 0) {
-    int err = errno;
-    close(lock_fd);
-    return fail("flock " + target + ": " + errno_text(err));
-  }
+  Fd lock_fd(open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC));
+  if (!lock_fd) return fail("cannot open the container's mount namespace: " + errno_text(errno));
+  if (flock(lock_fd.get(), LOCK_EX) != 0) return fail("flock " + target + ": " + errno_text(errno));
   struct stat want {}, have {};
   Status result = Ok{};
   if (fstat(tree_fd, &want) != 0) {
@@ -100,8 +91,7 @@ Status attach_tree(int tree_fd, const std::string& target) {
   } else if (syscall(SYS_move_mount, tree_fd, "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {
     result = fail("cannot mount " + target + " in the container: move_mount: " + errno_text(errno));
   }
-  close(lock_fd);  // releases the lock
-  return result;
+  return result;  // closing lock_fd releases the lock
 }
 
 Status remap_to_root(uint32_t uid, uint32_t gid) {

@@ -5,13 +5,14 @@
 #include <cstdint>
 #include <string>
 
+#include "common/fd.h"
 #include "common/result.h"
 
 namespace crisp {
 
 // Opens the holder's mount namespace and checks that pid still runs the
-// holder (not a process that reused its pid). Returns a CLOEXEC fd.
-Result<int> open_holder_mount_ns(int holder_pid, const char* holder_path_inside);
+// holder (not a process that reused its pid).
+Result<Fd> open_holder_mount_ns(int holder_pid, const char* holder_path_inside);
 
 // setns() into it, then no_new_privs so setuid files in the image grant nothing.
 Status join_mount_ns(int ns_fd);
@@ -23,7 +24,7 @@ namespace crisp {
 // A host directory carried into the container after it was made (PMIx's
 // server directory appears only once slurmstepd forks the tasks): cloned in
 // the host's mount namespace, then attached at the same path once inside.
-Result<int> clone_host_tree(const std::string& path);
+Result<Fd> clone_host_tree(const std::string& path);
 Status attach_tree(int tree_fd, const std::string& target);
 
 // --container-remap-root: an unprivileged user namespace mapping the user to 0.

@@ -27,7 +27,7 @@ struct StepState {
   ContainerOptions opts;
   StepContext step;
   v1::CreateStepResponse container;
-  int ns_fd = -1;
+  Fd ns_fd;
 };
 
 StepState& step_state() {
@@ -102,7 +102,7 @@ int remote_init_post_opt(spank_t sp) {
     hold_error(st, fd.error());
     return 0;
   }
-  st.ns_fd = *fd;
+  st.ns_fd = std::move(*fd);
   seam::daemon_log("completed container setup in " + std::to_string(st.container.setup_ms()) + " ms (" +
                    st.container.image() + (st.container.attached() ? ", joined named container " + st.opts.name : "") +
                    ")");
@@ -122,19 +122,18 @@ int remote_task_init_privileged(spank_t sp) {
     if (!spool) return fail_task(sp, spool.error());
     pmix_dir = *spool + "/pmix." + std::to_string(st.step.job_id) + "." + std::to_string(st.step.step_id);
   }
-  int tree_fd = -1;
+  Fd tree_fd;
   if (pmix_dir) {
     auto t = clone_host_tree(*pmix_dir);
     if (!t) return fail_task(sp, t.error());
-    tree_fd = *t;
+    tree_fd = std::move(*t);
   }
-  Status joined = join_mount_ns(st.ns_fd);
-  if (joined && tree_fd >= 0) joined = attach_tree(tree_fd, *pmix_dir);
-  if (tree_fd >= 0) close(tree_fd);
+  Status joined = join_mount_ns(st.ns_fd.get());
+  if (joined && tree_fd) joined = attach_tree(tree_fd.get(), *pmix_dir);
+  tree_fd.reset();
   if (!joined) return fail_task(sp, joined.error());
   // This task is inside now; the user's process has no use for the fd.
-  close(st.ns_fd);
-  st.ns_fd = -1;
+  st.ns_fd.reset();
   if (seam::local_task_id(sp) == 0) {
     if (st.container.attached() && !st.opts.mounts.empty())
       seam::user_error("--container-mounts not applied: the step joined the existing container " + st.opts.name +
@@ -173,10 +172,7 @@ int remote_task_init(spank_t sp) {
 
 int remote_exit(spank_t) {
   StepState& st = step_state();
-  if (st.ns_fd >= 0) {
-    close(st.ns_fd);
-    st.ns_fd = -1;
-  }
+  st.ns_fd.reset();
   if (st.created) release(st);
   return 0;
 }

@@ -74,6 +74,85 @@ struct Reader {
     return std::optional<uint32_t>(static_cast<uint32_t>(it->get<long long>()));
   }
 
+  Status device_nodes(const json& o, const std::string& where, CdiEdits& e) const {
+    auto it = o.find("deviceNodes");
+    if (it == o.end() || it->is_null()) return Ok{};
+    if (!it->is_array()) return error(where, "deviceNodes must be a list");
+    for (const auto& d : *it) {
+      CdiDeviceNode n;
+      auto path = string_at(d, "path", where + " deviceNodes", true);
+      if (!path) return path.take_error();
+      if (path->empty() || path->front() != '/') return error(where, "device path '" + *path + "' is not absolute");
+      n.path = *path;
+      auto host = string_at(d, "hostPath", where, false);
+      auto perms = string_at(d, "permissions", where, false);
+      if (!host) return host.take_error();
+      if (!perms) return perms.take_error();
+      n.host_path = *host;
+      n.permissions = *perms;
+      if (!std::all_of(n.permissions.begin(), n.permissions.end(), [](char c) { return c == 'r' || c == 'w' || c == 'm'; }))
+        return error(where, "device permissions '" + n.permissions + "' are not made of r, w, m");
+      // uid, gid and fileMode are not read: CRI devices carry no owner or mode, and runc
+      // gives the node's own.
+      e.device_nodes.push_back(n);
+    }
+    return Ok{};
+  }
+  Status mounts(const json& o, const std::string& where, CdiEdits& e) const {
+    auto it = o.find("mounts");
+    if (it == o.end() || it->is_null()) return Ok{};
+    if (!it->is_array()) return error(where, "mounts must be a list");
+    for (const auto& m : *it) {
+      CdiMount out;
+      auto host = string_at(m, "hostPath", where + " mounts", true);
+      auto ctr = string_at(m, "containerPath", where + " mounts", true);
+      if (!host) return host.take_error();
+      if (!ctr) return ctr.take_error();
+      if (ctr->empty() || ctr->front() != '/') return error(where, "mount containerPath '" + *ctr + "' is not absolute");
+      auto opts = strings_at(m, "options", where);
+      if (!opts) return opts.take_error();
+      out.host_path = *host;
+      out.container_path = *ctr;
+      out.options = *opts;
+      e.mounts.push_back(out);
+    }
+    return Ok{};
+  }
+  Status hooks(const json& o, const std::string& where, CdiEdits& e) const {
+    auto it = o.find("hooks");
+    if (it == o.end() || it->is_null()) return Ok{};
+    if (!it->is_array()) return error(where, "hooks must be a list");
+    for (const auto& h : *it) {
+      CdiHook out;
+      auto name = string_at(h, "hookName", where + " hooks", true);
+      auto path = string_at(h, "path", where + " hooks", true);
+      if (!name) return name.take_error();
+      if (!path) return path.take_error();
+      auto args = strings_at(h, "args", where), env = strings_at(h, "env", where);
+      if (!args) return args.take_error();
+      if (!env) return env.take_error();
+      auto timeout = number_at(h, "timeout", where);
+      if (!timeout) return timeout.take_error();
+      out.hook_name = *name;
+      out.path = *path;
+      out.args = *args;
+      out.env = *env;
+      if (*timeout) out.timeout_s = static_cast<int>(**timeout);
+      e.hooks.push_back(out);
+    }
+    return Ok{};
+  }
+  Status gids(const json& o, const std::string& where, CdiEdits& e) const {
+    auto it = o.find("additionalGIDs");
+    if (it == o.end() || it->is_null()) return Ok{};
+    if (!it->is_array()) return error(where, "additionalGIDs must be a list");
+    for (const auto& g : *it) {
+      if (!g.is_number_integer() || g.get<long long>() < 0) return error(where, "additionalGIDs must hold gids");
+      e.additional_gids.push_back(static_cast<uint32_t>(g.get<long long>()));
+    }
+    return Ok{};
+  }
+
   Result<CdiEdits> edits(const json& o, const std::string& where) const {
     CdiEdits e;
     if (o.is_null()) return e;
@@ -83,72 +162,8 @@ struct Reader {
     for (const std::string& kv : *env)
       if (kv.find('=') == std::string::npos || kv.front() == '=') return error(where, "env entry '" + kv + "' is not NAME=VALUE");
     e.env = *env;
-    if (auto it = o.find("deviceNodes"); it != o.end() && !it->is_null()) {
-      if (!it->is_array()) return error(where, "deviceNodes must be a list");
-      for (const auto& d : *it) {
-        CdiDeviceNode n;
-        auto path = string_at(d, "path", where + " deviceNodes", true);
-        if (!path) return path.take_error();
-        if (path->empty() || path->front() != '/') return error(where, "device path '" + *path + "' is not absolute");
-        n.path = *path;
-        auto host = string_at(d, "hostPath", where, false);
-        auto perms = string_at(d, "permissions", where, false);
-        if (!host) return host.take_error();
-        if (!perms) return perms.take_error();
-        n.host_path = *host;
-        n.permissions = *perms;
-        if (!std::all_of(n.permissions.begin(), n.permissions.end(), [](char c) { return c == 'r' || c == 'w' || c == 'm'; }))
-          return error(where, "device permissions '" + n.permissions + "' are not made of r, w, m");
-        // uid, gid and fileMode are not read: CRI devices carry no owner or mode, and runc
-        // gives the node's own.
-        e.device_nodes.push_back(n);
-      }
-    }
-    if (auto it = o.find("mounts"); it != o.end() && !it->is_null()) {
-      if (!it->is_array()) return error(where, "mounts must be a list");
-      for (const auto& m : *it) {
-        CdiMount out;
-        auto host = string_at(m, "hostPath", where + " mounts", true);
-        auto ctr = string_at(m, "containerPath", where + " mounts", true);
-        if (!host) return host.take_error();
-        if (!ctr) return ctr.take_error();
-        if (ctr->empty() || ctr->front() != '/') return error(where, "mount containerPath '" + *ctr + "' is not absolute");
-        auto opts = strings_at(m, "options", where);
-        if (!opts) return opts.take_error();
-        out.host_path = *host;
-        out.container_path = *ctr;
-        out.options = *opts;
-        e.mounts.push_back(out);
-      }
-    }
-    if (auto it = o.find("hooks"); it != o.end() && !it->is_null()) {
-      if (!it->is_array()) return error(where, "hooks must be a list");
-      for (const auto& h : *it) {
-        CdiHook out;
-        auto name = string_at(h, "hookName", where + " hooks", true);
-        auto path = string_at(h, "path", where + " hooks", true);
-        if (!name) return name.take_error();
-        if (!path) return path.take_error();
-        auto args = strings_at(h, "args", where), env = strings_at(h, "env", where);
-        if (!args) return args.take_error();
-        if (!env) return env.take_error();
-        auto timeout = number_at(h, "timeout", where);
-        if (!timeout) return timeout.take_error();
-        out.hook_name = *name;
-        out.path = *path;
-        out.args = *args;
-        out.env = *env;
-        if (*timeout) out.timeout_s = static_cast<int>(**timeout);
-        e.hooks.push_back(out);
-      }
-    }
-    if (auto it = o.find("additionalGIDs"); it != o.end() && !it->is_null()) {
-      if (!it->is_array()) return error(where, "additionalGIDs must be a list");
-      for (const auto& g : *it) {
-        if (!g.is_number_integer() || g.get<long long>() < 0) return error(where, "additionalGIDs must hold gids");
-        e.additional_gids.push_back(static_cast<uint32_t>(g.get<long long>()));
-      }
-    }
+    for (auto part : {&Reader::device_nodes, &Reader::mounts, &Reader::hooks, &Reader::gids})
+      if (auto s = (this->*part)(o, where, e); !s) return s.take_error();
     return e;
   }
 };

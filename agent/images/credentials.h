@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "agent/images/registry_auth.h"
 #include "agent/host/user_access.h"
+#include "agent/images/registry_auth.h"
 
 namespace crisp {
 

@@ -1,4 +1,4 @@
-# Integration tests of the Pyxis option surface, sourced by run.sh (its helpers).
+# Integration tests of the Pyxis option surface, sourced by run.sh (its helpers in lib.sh).
 
 PLUGSTACK=/etc/slurm/plugstack.conf.d/crisp.conf
 # with_plugstack ARGS...: the plugin's plugstack.conf line with extra arguments, until

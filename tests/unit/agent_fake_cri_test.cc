@@ -9,13 +9,13 @@
 #include <mutex>
 #include <thread>
 
-#include "agent/images/image_store.h"
 #include "agent/cri/labels.h"
-#include "common/log.h"
+#include "agent/images/image_store.h"
 #include "agent/reconcile.h"
 #include "agent/server.h"
 #include "agent/step_manager.h"
 #include "common/client.h"
+#include "common/log.h"
 
 using namespace std::chrono_literals;
 namespace cri = runtime::v1;

@@ -52,3 +52,72 @@ TEST(PullErrors, SayWhatToFix) {
 }
 
 }  // namespace
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "agent/images/credentials.h"
+
+namespace {
+
+// A home of uid 65534's with enroot's and Docker's files, read with that uid's rights.
+class CredentialsLookup : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "reading as another user needs root";
+    char tmpl[] = "/tmp/crisp-home-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    home_ = tmpl;
+    ASSERT_EQ(system(("mkdir -p " + home_ + "/.config/enroot " + home_ + "/.docker && chown -R 65534:65534 " + home_ +
+                      " && chmod 0755 " + home_).c_str()),
+              0);
+    user_ = {{65534, 65534, {}}, home_};
+    node_file_ = home_ + "-node.json";
+  }
+  void TearDown() override { (void)!system(("rm -rf " + home_ + " " + node_file_).c_str()); }
+  void write(const std::string& path, const std::string& text, uid_t owner = 65534, mode_t mode = 0600) {
+    std::ofstream(path) << text;
+    ASSERT_EQ(chown(path.c_str(), owner, owner), 0);
+    ASSERT_EQ(chmod(path.c_str(), mode), 0);
+  }
+  std::string home_, node_file_;
+  crisp::UserFiles user_;
+};
+
+TEST_F(CredentialsLookup, EnrootsFileFirstThenDockersThenTheNodes) {
+  write(home_ + "/.docker/config.json", R"({"auths":{"r.example":{"username":"dock","password":"d"}}})");
+  write(node_file_, R"({"auths":{"r.example":{"username":"node","password":"n"},"other.example":{"username":"node","password":"n"}}})",
+        0, 0600);
+  auto c = crisp::credentials_for(&user_, node_file_, "r.example", "");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->username, "dock") << "the user's Docker file, without an enroot one";
+  write(home_ + "/.config/enroot/.credentials", "machine r.example login en password e\n");
+  EXPECT_EQ(crisp::credentials_for(&user_, node_file_, "r.example", "")->username, "en") << "enroot's wins";
+  EXPECT_EQ(crisp::credentials_for(&user_, node_file_, "other.example", "")->username, "node") << "the node's, last";
+  EXPECT_EQ(crisp::credentials_for(nullptr, node_file_, "r.example", "")->username, "node") << "no user: the node's";
+  EXPECT_FALSE(crisp::credentials_for(&user_, "", "third.example", "")) << "none: an anonymous pull";
+}
+
+TEST_F(CredentialsLookup, AFileTheUserCannotReadIsNotUsed) {
+  // Root's file in the user's home, which the user cannot read: root must not read it for them.
+  write(home_ + "/.docker/config.json", R"({"auths":{"r.example":{"username":"roots","password":"x"}}})", 0, 0600);
+  EXPECT_FALSE(crisp::credentials_for(&user_, "", "r.example", ""));
+  // Nor one the user links to a file of root's.
+  ASSERT_EQ(unlink((home_ + "/.docker/config.json").c_str()), 0);
+  write(node_file_, R"({"auths":{"r.example":{"username":"node","password":"n"}}})", 0, 0600);
+  ASSERT_EQ(symlink(node_file_.c_str(), (home_ + "/.docker/config.json").c_str()), 0);
+  EXPECT_FALSE(crisp::credentials_for(&user_, "", "r.example", ""));
+}
+
+TEST_F(CredentialsLookup, TheImagesUserPicksTheEntry) {
+  write(home_ + "/.config/enroot/.credentials",
+        "machine r.example login alice password a\nmachine r.example login bob password b\n");
+  auto bob = crisp::credentials_for(&user_, "", "r.example", "bob");
+  ASSERT_TRUE(bob);
+  EXPECT_EQ(bob->password, "b");
+  EXPECT_FALSE(crisp::credentials_for(&user_, "", "r.example", "carol"));
+}
+
+}  // namespace

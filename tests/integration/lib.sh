@@ -1,0 +1,89 @@
+# The integration tests' helpers, sourced by run.sh: the test user, running a
+# command and keeping its output, expectations, waiting on Slurm and containerd,
+# and `t NAME`, which runs test_NAME and reports it on a line of its own.
+
+CTR=(ctr --address "$CONTAINERD_SOCK" -n k8s.io)
+CRISPCTL=("$PREFIX/bin/crispctl" --socket "$CRISPD_SOCK")
+REQUEST_TOOL=$BUILD_DIR/tests/request_tool
+WORK=/home/$TEST_USER/crisp-it
+SRUN=(timeout 120 srun)
+passed=0 failed=0 only=${1:-}
+
+setup() {
+  id "$TEST_USER" >/dev/null || die "test user $TEST_USER missing: run dev/up.sh"
+  id -nG "$TEST_USER" | grep -qw "$TEST_GROUP" || die "$TEST_USER is not in $TEST_GROUP: run dev/up.sh"
+  rm -rf "$WORK" && mkdir -p "$WORK" && chown "$TEST_USER:" "$WORK"
+  mkdir -p /var/tmp/crisp-it/{rw,ro,secret} && chmod 0777 /var/tmp/crisp-it/rw && chmod 0700 /var/tmp/crisp-it/secret
+  echo read-only-data >/var/tmp/crisp-it/ro/file && echo top-secret >/var/tmp/crisp-it/secret/file
+  rm -f /var/tmp/crisp-it/rw/*
+}
+
+# as_user CMD...: runs CMD as the test user from the job's working directory.
+as_user() { (cd "$WORK" && runuser -u "$TEST_USER" -- "$@"); }
+
+# Output of the last `run`, and its status.
+OUT= ERR= RC=
+run() {
+  OUT=$("$@" 2>/tmp/crisp-it.err); RC=$?
+  ERR=$(cat /tmp/crisp-it.err)
+}
+
+FAILS=()
+expect() { # expect DESCRIPTION TEST-ARGS...
+  local what=$1; shift
+  "$@" || FAILS+=("$what")
+}
+contains() { [[ $1 == *"$2"* ]]; }
+lacks() { [[ $1 != *"$2"* ]]; }
+equals() { [[ $1 == "$2" ]]; }
+
+# cri_objects JOB: sandboxes and containers of JOB in containerd, read with ctr (not crispd).
+cri_objects() { "${CTR[@]}" containers ls -q "labels.\"crisp.slurm/job\"==$1" | wc -l; }
+no_cri_objects() { [[ $(cri_objects "$1") == 0 ]]; }
+user_sleep_runs() { pgrep -u "$TEST_USER" -x sleep >/dev/null; }
+no_user_sleep() { ! user_sleep_runs; }
+# running_job NAME: waits for the running job named NAME (srun -J) and its running
+# step container, and prints the job id. Names, not "the first running job": an
+# earlier job's container lingers a moment after its srun, and stale jobs may exist.
+named_job() { squeue -h -t R -n "$1" -o %i | head -1; }
+step_running() { "${CRISPCTL[@]}" ps --job "$1" | grep -q CONTAINER_RUNNING; }
+running_job() {
+  local job=
+  for _ in $(seq 300); do job=$(named_job "$1"); [[ -n $job ]] && break; sleep 0.1; done
+  [[ -n $job ]] && wait_until 30 step_running "$job" && echo "$job"
+}
+last_job() { scontrol show jobs -o 2>/dev/null | grep -o 'JobId=[0-9]*' | cut -d= -f2 | sort -n | tail -1; }
+stat_of() { "${CRISPCTL[@]}" stats | awk -v k="$1" '$1 == k {print $2}'; }
+job_finished() { scontrol show job "$1" 2>/dev/null | grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT)'; }
+# settle: no job is completing, so new jobs start at once (Slurm defers them meanwhile).
+no_completing_job() { [[ -z $(squeue -h -t CG) ]]; }
+settle() { wait_until 30 no_completing_job; }
+one_crisp_line() { [[ $(grep -c '^crisp: ' <<<"$1") == 1 ]]; }
+# expect_crisp_error WHAT TEXT: the last run failed with exactly one "crisp:" line, containing TEXT.
+expect_crisp_error() {
+  expect "$1: srun fails" equals "$((RC != 0))" 1
+  expect "$1: one crisp: line" one_crisp_line "$ERR"
+  expect "$1: says '$2'" contains "$ERR" "$2"
+}
+
+# wait_until SECONDS CMD...
+wait_until() {
+  local secs=$1; shift
+  for _ in $(seq $((secs * 10))); do "$@" && return 0; sleep 0.1; done
+  return 1
+}
+
+t() { # t NAME: runs test_NAME and reports it
+  local name=$1
+  [[ -n $only && $name != "$only" ]] && return
+  FAILS=()
+  local t0=$SECONDS
+  test_"$name"
+  if ((${#FAILS[@]} == 0)); then
+    passed=$((passed + 1)); printf 'ok     %-32s %ss\n' "$name" $((SECONDS - t0))
+  else
+    failed=$((failed + 1)); printf 'FAILED %-32s\n' "$name"
+    for f in "${FAILS[@]}"; do printf '         - %s\n' "$f"; done
+    printf '         last stdout: %s\n         last stderr: %s\n' "${OUT:0:400}" "${ERR:0:600}"
+  fi
+}
