@@ -60,18 +60,12 @@ std::vector<EnvEdit> merge_env(const std::vector<std::string>& image_env,
 }
 
 std::vector<EnvEdit> pytorch_env(const std::vector<std::string>& image_env, const std::vector<std::string>& job_env) {
-  auto image = to_map(image_env);
-  auto job = to_map(job_env);
   std::vector<EnvEdit> edits;
-  if (!image.count("PYTORCH_VERSION")) return edits;
+  if (!env_value(image_env, "PYTORCH_VERSION")) return edits;
   auto set_from = [&](const char* name, const std::optional<std::string>& value) {
-    if (!image.count(name) && value && !value->empty()) edits.push_back({name, *value});
+    if (!env_value(image_env, name) && value && !value->empty()) edits.push_back({name, *value});
   };
-  auto job_value = [&](const char* name) -> std::optional<std::string> {
-    auto it = job.find(name);
-    if (it == job.end()) return std::nullopt;
-    return it->second;
-  };
+  auto job_value = [&](const char* name) { return env_value(job_env, name); };
   set_from("RANK", job_value("SLURM_PROCID"));
   set_from("LOCAL_RANK", job_value("SLURM_LOCALID"));
   set_from("WORLD_SIZE", job_value("SLURM_NTASKS"));

@@ -41,6 +41,13 @@ PY
 ((unit_failed_bins > 0 && unit_fail == 0)) && unit_fail=$unit_failed_bins
 echo "unit: $unit_pass passed, $unit_fail failed, $unit_skip skipped"
 
+# Each folder includes only what its meson.build says it may.
+if "$CRISP_SRC/tests/layout.sh"; then
+  unit_pass=$((unit_pass + 1)); echo "ok     include_arrows_one_way"
+else
+  unit_fail=$((unit_fail + 1)); echo "FAILED include_arrows_one_way"
+fi
+
 # The same unit tests once more under AddressSanitizer and UndefinedBehaviorSanitizer
 # (dev/lib.sh's build_sanitized): one test per binary, failed on any report.
 say "unit tests under ASan + UBSan"

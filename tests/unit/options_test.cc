@@ -76,7 +76,8 @@ TEST(Options, EachOptionValidatedAlone) {
   EXPECT_FALSE(crisp::validate_option("MOUNTS", "tmpfs").ok());
   EXPECT_FALSE(crisp::validate_option("WORKDIR", "relative").ok());
   EXPECT_FALSE(crisp::validate_option("ENV", "A-B").ok());
-  for (const char* bad : {"", ":auto", "a:bogus", "-x", "a/b", std::string(64, 'n').c_str()})
+  // std::string, not const char*: a temporary's c_str() would dangle (ASan found it).
+  for (const std::string& bad : std::vector<std::string>{"", ":auto", "a:bogus", "-x", "a/b", std::string(64, 'n')})
     EXPECT_FALSE(crisp::validate_option("NAME", bad).ok()) << bad;
   EXPECT_TRUE(crisp::validate_option("NAME", "my.container_1-a:no_exec").ok());
   EXPECT_TRUE(crisp::validate_option("WORKDIR", "/tmp").ok());
