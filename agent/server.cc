@@ -28,6 +28,15 @@ v1::Response error_response(const std::string& message) {
   return r;
 }
 
+// The answer of one kind of request: its error, or the value in its field.
+template <class T>
+v1::Response answer(Result<T> result, T* (v1::Response::*field)()) {
+  if (!result) return error_response(result.error());
+  v1::Response r;
+  *(r.*field)() = std::move(*result);
+  return r;
+}
+
 }  // namespace
 
 Status Server::listen_on(const std::string& socket_path) {
@@ -123,6 +132,31 @@ bool Server::send(int fd, const v1::Response& resp, pid_t pid, std::chrono::seco
   return true;
 }
 
+Result<v1::PullResponse> Server::pull(const v1::PullRequest& req) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto ref = parse_image_ref(req.image());
+  if (!ref) return ref.take_error();
+  auto config = images_.ensure(
+      ref->canonical(), credentials_for(nullptr, steps_.settings().registry_auth_file, ref->registry, ref->user));
+  if (!config) return config.take_error();
+  v1::PullResponse out;
+  out.set_image_ref(ref->canonical());
+  out.set_ms(static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()));
+  return out;
+}
+
+v1::StatsResponse Server::stats() const {
+  v1::StatsResponse s;
+  s.set_pulls_started(images_.counters().started);
+  s.set_pulls_merged(images_.counters().merged);
+  s.set_pulls_cached(images_.counters().cached);
+  s.set_steps_created(steps_.created);
+  s.set_steps_released(steps_.released);
+  s.set_swept(sweeper_ ? sweeper_->swept() : 0);
+  return s;
+}
+
 v1::Response Server::handle(const v1::Request& req, const Peer& peer) {
   auto root_only = [&](const char* what) -> std::optional<v1::Response> {
     if (peer.uid == 0) return std::nullopt;
@@ -130,67 +164,30 @@ v1::Response Server::handle(const v1::Request& req, const Peer& peer) {
              std::to_string(peer.pid) + ")");
     return error_response(std::string(what) + " is reserved to root (slurmstepd): permission denied");
   };
-  v1::Response resp;
   switch (req.kind_case()) {
-    case v1::Request::kCreateStep: {
+    case v1::Request::kCreateStep:
       if (auto r = root_only("creating a container")) return *r;
-      auto out = steps_.create(req.create_step());
-      if (!out) return error_response(out.error());
-      *resp.mutable_create_step() = std::move(*out);
-      return resp;
-    }
-    case v1::Request::kReleaseStep: {
+      return answer(steps_.create(req.create_step()), &v1::Response::mutable_create_step);
+    case v1::Request::kReleaseStep:
       if (auto r = root_only("releasing a step")) return *r;
-      auto out = steps_.release_step(req.release_step().job_id(), req.release_step().step_id());
-      if (!out) return error_response(out.error());
-      *resp.mutable_release() = std::move(*out);
-      return resp;
-    }
-    case v1::Request::kRemoveNamed: {
+      return answer(steps_.release_step(req.release_step().job_id(), req.release_step().step_id()),
+                    &v1::Response::mutable_release);
+    case v1::Request::kRemoveNamed:
       // A user's own containers only; root may name anyone's.
-      uint32_t uid = peer.uid == 0 ? req.remove_named().uid() : peer.uid;
-      auto out = steps_.remove_named(uid, req.remove_named().name());
-      if (!out) return error_response(out.error());
-      *resp.mutable_release() = std::move(*out);
-      return resp;
-    }
-    case v1::Request::kReleaseJob: {
+      return answer(steps_.remove_named(peer.uid == 0 ? req.remove_named().uid() : peer.uid, req.remove_named().name()),
+                    &v1::Response::mutable_release);
+    case v1::Request::kReleaseJob:
       if (auto r = root_only("releasing a job")) return *r;
-      auto out = steps_.release_job(req.release_job().job_id());
-      if (!out) return error_response(out.error());
-      *resp.mutable_release() = std::move(*out);
-      return resp;
-    }
-    case v1::Request::kList: {
+      return answer(steps_.release_job(req.release_job().job_id()), &v1::Response::mutable_release);
+    case v1::Request::kList:
       // A user sees only their own jobs' containers.
-      auto out = steps_.list(req.list().job_id(), peer.uid == 0 ? -1 : static_cast<int64_t>(peer.uid));
-      if (!out) return error_response(out.error());
-      *resp.mutable_list() = std::move(*out);
-      return resp;
-    }
-    case v1::Request::kPull: {
+      return answer(steps_.list(req.list().job_id(), peer.uid == 0 ? -1 : static_cast<int64_t>(peer.uid)),
+                    &v1::Response::mutable_list);
+    case v1::Request::kPull:
       if (auto r = root_only("pulling an image")) return *r;
-      auto t0 = std::chrono::steady_clock::now();
-      auto ref = parse_image_ref(req.pull().image());
-      if (!ref) return error_response(ref.error());
-      auto out = images_.ensure(
-          ref->canonical(), credentials_for(nullptr, steps_.settings().registry_auth_file, ref->registry, ref->user));
-      if (!out) return error_response(out.error());
-      resp.mutable_pull()->set_image_ref(ref->canonical());
-      resp.mutable_pull()->set_ms(static_cast<uint32_t>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()));
-      return resp;
-    }
-    case v1::Request::kStats: {
-      auto* s = resp.mutable_stats();
-      s->set_pulls_started(images_.counters().started);
-      s->set_pulls_merged(images_.counters().merged);
-      s->set_pulls_cached(images_.counters().cached);
-      s->set_steps_created(steps_.created);
-      s->set_steps_released(steps_.released);
-      s->set_swept(sweeper_ ? sweeper_->swept() : 0);
-      return resp;
-    }
+      return answer(pull(req.pull()), &v1::Response::mutable_pull);
+    case v1::Request::kStats:
+      return answer(Result<v1::StatsResponse>(stats()), &v1::Response::mutable_stats);
     case v1::Request::KIND_NOT_SET:
       break;
   }

@@ -33,6 +33,8 @@ class Server {
 
  private:
   void serve_connection(int fd);
+  Result<v1::PullResponse> pull(const v1::PullRequest& req);
+  v1::StatsResponse stats() const;
   static constexpr std::chrono::seconds kIoTimeout{10};
   bool send(int fd, const v1::Response& resp, pid_t pid, std::chrono::seconds timeout = kIoTimeout);
 

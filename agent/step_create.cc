@@ -190,7 +190,6 @@ Result<std::optional<cri::Container>> StepManager::find_named(const JobIdentity&
   return running;
 }
 
-// Call with lock_job(scope.job_id) held. nullopt: none exists, make one.
 Result<std::optional<v1::CreateStepResponse>> StepManager::join_named(const JobIdentity& scope,
                                                                       const v1::CreateStepRequest& req) {
   auto found = find_named(scope, req.name());

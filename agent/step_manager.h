@@ -7,8 +7,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <optional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -52,6 +52,8 @@ class StepManager {
   StepManager(CriClient& cri, ImageStore& images, StepSettings settings)
       : cri_(cri), images_(images), settings_(std::move(settings)) {}
 
+  // Makes (or joins, for a named container) the step's container; on any
+  // failure nothing it made is left. In step_create.cc, phase by phase.
   Result<v1::CreateStepResponse> create(const v1::CreateStepRequest& req);
   Result<v1::ReleaseResponse> release_step(uint32_t job_id, uint32_t step_id);
   Result<v1::ReleaseResponse> release_job(uint32_t job_id);
@@ -68,7 +70,7 @@ class StepManager {
   // When a container was last made or removed in the sandbox (its creation
   // if not since this crispd started), in ns since the epoch.
   int64_t last_used_ns(const cri::PodSandbox& sandbox);
-  // Removes the containers (stopping them first) and then the job's empty sandboxes.
+  // Removes the containers (stopping them first) and what their labels name on the host.
   Status remove_containers(const std::vector<cri::Container>& containers, v1::ReleaseResponse& out);
   Status remove_sandbox_if_empty(const cri::PodSandbox& sandbox, bool& removed);
 
@@ -93,6 +95,7 @@ class StepManager {
   class PhaseClock;  // where its time goes, for the log
   // The phases of create, in order.
   static Plan new_plan(const v1::CreateStepRequest& req);
+  // Call with lock_job(scope.job_id) held. nullopt: none exists, make one.
   Result<std::optional<v1::CreateStepResponse>> join_named(const JobIdentity& scope, const v1::CreateStepRequest& req);
   Status resolve_user_paths(const v1::CreateStepRequest& req, Plan& plan);
   Status plan_devices(const v1::CreateStepRequest& req, Plan& plan);
