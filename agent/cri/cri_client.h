@@ -15,13 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "agent/cri/cri_types.h"
 #include "common/result.h"
 #include "cri.grpc.pb.h"
 
 namespace crisp {
 
-using Labels = std::map<std::string, std::string>;
-namespace cri = runtime::v1;
 
 class CriClient {
  public:

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/cri/cri_client.h"
+#include "agent/cri/cri_types.h"
 #include "common/layout.h"
 #include "common/result.h"
 #include "crisp.pb.h"
