@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/cri/labels.h"
+#include "common/slurm_ids.h"
 
 namespace {
 
@@ -133,7 +134,7 @@ TEST(SpecBuilder, NamedContainerWithEntrypointAndReadonlyRoot) {
 
 TEST(SpecBuilder, SpecialStepNames) {
   auto in = input();
-  in.step_id = 0xfffffffb;
+  in.step_id = crisp::slurm::kBatchStep;
   auto c = crisp::build_step_container(in, node);
   EXPECT_EQ(c.metadata().name(), "job-1234-step-batch");
 }
