@@ -13,7 +13,6 @@
 #include "agent/devices/gpu_plan.h"
 #include "agent/devices/gres.h"
 #include "agent/host/entrypoint.h"
-#include "agent/host/tmpfs.h"
 #include "agent/host/user_access.h"
 #include "agent/images/credentials.h"
 #include "agent/step_manager.h"
@@ -146,7 +145,7 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   ContainerGuard guard(*this, *id);
   if (auto s = start_container(plan); !s) return s.take_error();
   clock.lap("start");
-  if (auto s = await_holder_of(req, plan); !s) return s.take_error();
+  if (auto s = wait_for_holder(req, plan); !s) return s.take_error();
   clock.lap("holder");
   if (auto s = run_hooks(plan); !s) return s.take_error();
   // A slurmstepd that gave up waiting (or died) will never use nor release this.
@@ -323,7 +322,7 @@ Status StepManager::prepare_host(const v1::CreateStepRequest& req, Plan& plan, H
   plan.key = std::to_string(plan.scope.job_id) + "." +
              (plan.named ? std::to_string(req.uid()) + "." + req.name() : slurm::step_name(req.step_id()));
   if (plan.tmpfs_count) {
-    auto dirs = host.make_tmpfs(kTmpfsBase, plan.key, plan.tmpfs_count, req.uid(), req.gid());
+    auto dirs = host.make_tmpfs(settings_.tmpfs_base, plan.key, plan.tmpfs_count, req.uid(), req.gid());
     if (!dirs) return dirs.take_error();
     in.tmpfs_root = host.tmpfs_root();
     size_t i = 0;
@@ -337,7 +336,7 @@ Status StepManager::prepare_host(const v1::CreateStepRequest& req, Plan& plan, H
       stat(settings_.container_sysfs_class.c_str(), &ib) == 0) {
     std::vector<std::string> names;
     for (const Hca& h : hcas) names.push_back(h.name);
-    if (auto s = host.make_hca_view(settings_.container_sysfs_class, names, std::string(kTmpfsBase) + "-hca/" + plan.key); !s)
+    if (auto s = host.make_hca_view(settings_.container_sysfs_class, names, settings_.tmpfs_base + "-hca/" + plan.key); !s)
       return s;
     in.hca_view = host.hca_view();
   }
@@ -389,7 +388,7 @@ Status StepManager::start_container(Plan& plan) {
 
 // runc's init execs the container's process only after StartContainer has
 // returned, and an entrypoint runs before it execs the holder: wait for it.
-Status StepManager::await_holder_of(const v1::CreateStepRequest& req, Plan& plan) {
+Status StepManager::wait_for_holder(const v1::CreateStepRequest& req, Plan& plan) {
   const StepContainerInput& in = plan.in;
   if (in.entrypoint.empty()) {
     if (auto ran = await_holder(plan.pid, settings_.holder_exe, std::chrono::seconds(10)); !ran)

@@ -18,6 +18,7 @@
 #include "agent/devices/device_roots.h"
 #include "agent/devices/rdma_plan.h"
 #include "agent/host/host_artifacts.h"
+#include "agent/host/tmpfs.h"
 #include "agent/images/image_store.h"
 #include "crisp.pb.h"
 
@@ -34,6 +35,8 @@ struct StepSettings {
   HcaPolicy hca_policy = HcaPolicy::kAll;
   // The sysfs the containers see (runc mounts the host's): where the HCA view must cover.
   std::string container_sysfs_class = "/sys/class/infiniband";
+  // Where tmpfs mounts (and, beside it with -hca, HCA views) are made on the host.
+  std::string tmpfs_base = kTmpfsBase;
   // containerd's task bundles, for CDI hooks' OCI state: <state>/io.containerd.runtime.v2.task/k8s.io/<id>.
   std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
 };
@@ -103,7 +106,7 @@ class StepManager {
   Status prepare_host(const v1::CreateStepRequest& req, Plan& plan, HostArtifacts& host);
   Result<std::string> make_container(const v1::CreateStepRequest& req, Plan& plan, PhaseClock& clock);
   Status start_container(Plan& plan);
-  Status await_holder_of(const v1::CreateStepRequest& req, Plan& plan);
+  Status wait_for_holder(const v1::CreateStepRequest& req, Plan& plan);
   Status run_hooks(const Plan& plan);
   v1::CreateStepResponse finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out, const std::string& what,
                                 const PhaseClock& clock);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -42,6 +43,7 @@ class FakeCri final : public cri::RuntimeService::Service, public cri::ImageServ
   std::chrono::milliseconds start_delay{0};
   std::atomic<int> starting{0}, most_starting{0};
   bool fail_start = false;
+  bool fail_create = false;
   bool pull_not_found = false;
   int next = 0;
 
@@ -83,6 +85,7 @@ class FakeCri final : public cri::RuntimeService::Service, public cri::ImageServ
                                cri::CreateContainerResponse* resp) override {
     std::lock_guard l(mu);
     if (!sandboxes.count(req->pod_sandbox_id())) return {grpc::StatusCode::NOT_FOUND, "no such sandbox"};
+    if (fail_create) return {grpc::StatusCode::UNKNOWN, "failed to create containerd container: no space left on device"};
     // As containerd: a container's name is reserved in its sandbox until it is removed.
     for (const auto& [id, other] : containers)
       if (other.pod_sandbox_id() == req->pod_sandbox_id() && other.metadata().name() == req->config().metadata().name())
@@ -181,8 +184,9 @@ class AgentTest : public ::testing::Test {
     ASSERT_TRUE(server_);
     client_ = std::make_unique<crisp::CriClient>(endpoint_, 5s, 30s, 4);
     images_ = std::make_unique<crisp::ImageStore>(*client_);
-    steps_ = std::make_unique<crisp::StepManager>(*client_, *images_,
-                                                  settings());
+    auto s = settings();
+    s.tmpfs_base = dir_ + "/tmpfs";
+    steps_ = std::make_unique<crisp::StepManager>(*client_, *images_, s);
   }
   void TearDown() override {
     server_->Shutdown();
@@ -311,6 +315,32 @@ TEST_F(AgentTest, FailedStartLeavesNothingBehind) {
   ASSERT_TRUE(steps_->release_job(8).ok());  // the job's end, as the epilog sends it
   EXPECT_EQ(crisp::sweep_once(*steps_, 0s), 1u);  // the user's sandbox, idle
   EXPECT_TRUE(fake_.sandboxes.empty());
+}
+
+// What a create makes on the host before its container exists goes with a
+// failure at any later phase: here a tmpfs mount, with CreateContainer or
+// StartContainer failing.
+TEST_F(AgentTest, AFailedCreateLeavesNoTmpfsBehind) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  for (bool at_create : {true, false}) {
+    fake_.fail_create = at_create;
+    fake_.fail_start = !at_create;
+    auto req = step(11, at_create ? 0 : 1);
+    auto* m = req.add_mounts();
+    m->set_tmpfs(true);
+    m->set_target("/scratch");
+    auto r = steps_->create(req);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().find(at_create ? "cannot create the step's container" : "cannot start the step's container"),
+              std::string::npos)
+        << r.error();
+    EXPECT_TRUE(fake_.containers.empty());
+    EXPECT_EQ(access((dir_ + "/tmpfs/11." + std::to_string(at_create ? 0 : 1)).c_str(), F_OK), -1)
+        << "the step's tmpfs directory is gone";
+    std::ifstream mounts("/proc/self/mounts");
+    std::string all((std::istreambuf_iterator<char>(mounts)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(all.find(dir_ + "/tmpfs"), std::string::npos) << "and so is its mount";
+  }
 }
 
 TEST_F(AgentTest, ReleaseJobRemovesEverythingOfTheJobOnly) {
