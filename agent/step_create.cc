@@ -29,6 +29,7 @@ struct StepManager::Plan {
   bool named = false;
   ImageRef ref;
   UserCreds creds;
+  std::optional<std::string> home;  // from the password database, looked up once
   StepContainerInput in;
   v1::CreateStepResponse out;
   std::vector<CdiHook> hooks;
@@ -248,8 +249,9 @@ Status StepManager::resolve_user_paths(const v1::CreateStepRequest& req, Plan& p
     resolved.set_source(*src);
     in.mounts.push_back(resolved);
   }
+  auto home = home_of(req.uid());
+  if (home) plan.home = *home;
   if (req.mount_home()) {
-    auto home = home_of(req.uid());
     if (!home) return home.take_error();
     auto dir = resolve_as_user(plan.creds, *home);
     if (!dir) return fail("--container-mount-home: your home directory " + dir.error());
@@ -301,9 +303,8 @@ Status StepManager::plan_devices(const v1::CreateStepRequest& req, Plan& plan) {
 // The image, pulled with the user's credentials if the node lacks it, and what its config says.
 Status StepManager::pull_image(const v1::CreateStepRequest& req, Plan& plan) {
   std::string image = plan.ref.canonical();
-  auto home = home_of(req.uid());
-  UserFiles user{plan.creds, home ? *home : ""};
-  auto config = images_.ensure(image, credentials_for(home ? &user : nullptr, settings_.registry_auth_file,
+  UserFiles user{plan.creds, plan.home.value_or("")};
+  auto config = images_.ensure(image, credentials_for(plan.home ? &user : nullptr, settings_.registry_auth_file,
                                                       plan.ref.registry, req.registry_user()));
   if (!config) return config.take_error();
   plan.out.set_image(image);

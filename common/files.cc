@@ -22,20 +22,26 @@ std::vector<std::string> list_dir(const std::string& dir) {
   return out;
 }
 
+Result<std::string> read_up_to(int fd, size_t limit) {
+  std::string data;
+  char buf[8192];
+  while (data.size() < limit) {
+    ssize_t n = read(fd, buf, std::min(sizeof buf, limit - data.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(errno_text(errno));
+    if (n == 0) break;
+    data.append(buf, static_cast<size_t>(n));
+  }
+  return data;
+}
+
 Result<std::string> read_text(const std::string& path, size_t max_bytes) {
   Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return fail("cannot read " + path + ": " + errno_text(errno));
-  std::string data;
-  char buf[8192];
-  for (;;) {
-    ssize_t n = read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail("cannot read " + path + ": " + errno_text(errno));
-    if (n == 0) return data;
-    if (data.size() + static_cast<size_t>(n) > max_bytes)
-      return fail(path + " is larger than " + std::to_string(max_bytes) + " bytes");
-    data.append(buf, static_cast<size_t>(n));
-  }
+  auto data = read_up_to(fd.get(), max_bytes + 1);
+  if (!data) return fail("cannot read " + path + ": " + data.error());
+  if (data->size() > max_bytes) return fail(path + " is larger than " + std::to_string(max_bytes) + " bytes");
+  return data;
 }
 
 }  // namespace crisp

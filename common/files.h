@@ -12,6 +12,10 @@ namespace crisp {
 // The names in a directory, sorted, without dot entries; empty when it cannot be read.
 std::vector<std::string> list_dir(const std::string& dir);
 
+// Reads fd to its end or until limit bytes; errors are errno's text alone, for the caller to name
+// the file. A caller that allows max bytes asks for max + 1 to tell a file that is too large.
+Result<std::string> read_up_to(int fd, size_t limit);
+
 // The whole file, at most max_bytes (larger: an error naming the file).
 Result<std::string> read_text(const std::string& path, size_t max_bytes = 16u << 20);
 

@@ -74,11 +74,18 @@ struct Reader {
     return std::optional<uint32_t>(static_cast<uint32_t>(it->get<long long>()));
   }
 
+  // The list under key: nullptr when absent, an error when it is not a list.
+  Result<const json*> list_at(const json& o, const char* key, const std::string& where) const {
+    auto it = o.find(key);
+    if (it == o.end() || it->is_null()) return static_cast<const json*>(nullptr);
+    if (!it->is_array()) return error(where, std::string(key) + " must be a list");
+    return &*it;
+  }
+
   Status device_nodes(const json& o, const std::string& where, CdiEdits& e) const {
-    auto it = o.find("deviceNodes");
-    if (it == o.end() || it->is_null()) return Ok{};
-    if (!it->is_array()) return error(where, "deviceNodes must be a list");
-    for (const auto& d : *it) {
+    auto list = list_at(o, "deviceNodes", where);
+    if (!list || !*list) return list ? Status(Ok{}) : list.take_error();
+    for (const auto& d : **list) {
       CdiDeviceNode n;
       auto path = string_at(d, "path", where + " deviceNodes", true);
       if (!path) return path.take_error();
@@ -99,10 +106,9 @@ struct Reader {
     return Ok{};
   }
   Status mounts(const json& o, const std::string& where, CdiEdits& e) const {
-    auto it = o.find("mounts");
-    if (it == o.end() || it->is_null()) return Ok{};
-    if (!it->is_array()) return error(where, "mounts must be a list");
-    for (const auto& m : *it) {
+    auto list = list_at(o, "mounts", where);
+    if (!list || !*list) return list ? Status(Ok{}) : list.take_error();
+    for (const auto& m : **list) {
       CdiMount out;
       auto host = string_at(m, "hostPath", where + " mounts", true);
       auto ctr = string_at(m, "containerPath", where + " mounts", true);
@@ -119,10 +125,9 @@ struct Reader {
     return Ok{};
   }
   Status hooks(const json& o, const std::string& where, CdiEdits& e) const {
-    auto it = o.find("hooks");
-    if (it == o.end() || it->is_null()) return Ok{};
-    if (!it->is_array()) return error(where, "hooks must be a list");
-    for (const auto& h : *it) {
+    auto list = list_at(o, "hooks", where);
+    if (!list || !*list) return list ? Status(Ok{}) : list.take_error();
+    for (const auto& h : **list) {
       CdiHook out;
       auto name = string_at(h, "hookName", where + " hooks", true);
       auto path = string_at(h, "path", where + " hooks", true);
@@ -143,10 +148,9 @@ struct Reader {
     return Ok{};
   }
   Status gids(const json& o, const std::string& where, CdiEdits& e) const {
-    auto it = o.find("additionalGIDs");
-    if (it == o.end() || it->is_null()) return Ok{};
-    if (!it->is_array()) return error(where, "additionalGIDs must be a list");
-    for (const auto& g : *it) {
+    auto list = list_at(o, "additionalGIDs", where);
+    if (!list || !*list) return list ? Status(Ok{}) : list.take_error();
+    for (const auto& g : **list) {
       if (!g.is_number_integer() || g.get<long long>() < 0) return error(where, "additionalGIDs must hold gids");
       e.additional_gids.push_back(static_cast<uint32_t>(g.get<long long>()));
     }

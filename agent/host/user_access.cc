@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/fd.h"
+#include "common/files.h"
 #include "common/passwd.h"
 #include "common/strings.h"
 
@@ -44,15 +45,9 @@ Result<std::string> read_file_as_user(const UserCreds& creds, const std::string&
   return as_user(creds, [&]() -> Result<std::string> {
     Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fd) return fail(path + ": " + errno_text(errno));
-    std::string data(max_bytes + 1, '\0');
-    size_t used = 0;
-    for (ssize_t n; used < data.size() && (n = read(fd.get(), data.data() + used, data.size() - used)) != 0;) {
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return fail(path + ": " + errno_text(errno));
-      used += static_cast<size_t>(n);
-    }
-    if (used > max_bytes) return fail(path + " is larger than " + std::to_string(max_bytes) + " bytes");
-    data.resize(used);
+    auto data = read_up_to(fd.get(), max_bytes + 1);
+    if (!data) return fail(path + ": " + data.error());
+    if (data->size() > max_bytes) return fail(path + " is larger than " + std::to_string(max_bytes) + " bytes");
     return data;
   });
 }
