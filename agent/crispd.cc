@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <climits>
 #include <csignal>
 #include <iostream>
@@ -43,6 +44,7 @@ struct Flags {
   std::string level = "info";
   std::string registry_auth;
   std::string hca_policy = "all";
+  std::string tmpfs_size = "25%";
   std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
   crisp::DeviceRoots device_roots;
   int call_timeout = 30, pull_timeout = 1800, sweep_interval = 30, sandbox_grace = 120, entrypoint_timeout = 60;
@@ -70,6 +72,13 @@ void add_runtime_flags(CLI::App& app, Flags& f) {
   app.add_option("--entrypoint-timeout", f.entrypoint_timeout, "seconds an image's entrypoint may take")
       ->capture_default_str();
   app.add_option("--bundle-root", f.bundle_root, "containerd's task bundles (the OCI state of CDI hooks)")
+      ->capture_default_str();
+  app.add_option("--tmpfs-size", f.tmpfs_size,
+                 "size limit of each tmpfs of --container-mounts, as tmpfs takes it (bytes, k, m, g, or % of RAM)")
+      ->check([](const std::string& v) {
+        bool ok = !v.empty() && v.find_first_not_of("0123456789kmgKMG%") == std::string::npos && std::isdigit(v[0]);
+        return ok ? std::string() : std::string("not a tmpfs size");
+      })
       ->capture_default_str();
   app.add_option("--log-level", f.level, "debug, info, warn or error")->capture_default_str();
   app.add_flag("--version", f.version, "print the version and exit");
@@ -120,6 +129,7 @@ crisp::StepSettings step_settings(const Flags& f) {
   settings.registry_auth_file = f.registry_auth;
   settings.devices = f.device_roots;
   settings.bundle_root = f.bundle_root;
+  settings.tmpfs_size = f.tmpfs_size;
   settings.hca_policy = f.hca_policy == "nearest" ? crisp::HcaPolicy::kNearestGpu : crisp::HcaPolicy::kAll;
   return settings;
 }

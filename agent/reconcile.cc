@@ -55,7 +55,12 @@ Sweeper::Sweeper(StepManager& steps, std::chrono::seconds interval, std::chrono:
     std::unique_lock lock(mu_);
     while (!stop_) {
       lock.unlock();
-      swept_ += sweep_once(steps_, grace_);
+      // Labels read back are what anyone with containerd's socket wrote: nothing may end this thread.
+      try {
+        swept_ += sweep_once(steps_, grace_);
+      } catch (const std::exception& e) {
+        log_error(std::string("sweep: an exception: ") + e.what());
+      }
       lock.lock();
       cv_.wait_for(lock, interval_, [this] { return stop_; });
     }

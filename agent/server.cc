@@ -20,8 +20,6 @@
 namespace crisp {
 namespace {
 
-constexpr int kMaxConnections = 512;
-
 v1::Response error_response(const std::string& message) {
   v1::Response r;
   r.set_error(message);
@@ -67,59 +65,120 @@ void Server::serve(const std::atomic<bool>& stop) {
       if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) log_warn("accept: " + errno_text(errno));
       continue;
     }
-    if (active_ >= kMaxConnections) {
-      (void)send(fd.get(), error_response("crispd is overloaded, try again"), 0, std::chrono::seconds(1));
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+      log_warn("SO_PEERCRED: " + errno_text(errno));
+      continue;
+    }
+    const Peer peer{cred.pid, cred.uid, cred.gid};
+    if (!admit(peer)) {
+      // Short: the accept loop must not wait on a client that does not read.
+      (void)send(fd.get(), error_response("crispd has too many connections open (per user, or of all users): try again"),
+                 peer.pid, std::chrono::seconds(0));
       continue;
     }
     active_++;
-    std::thread([this, conn = std::move(fd)]() mutable {
-      serve_connection(conn.get());
-      conn.reset();
+    try {
+      std::thread([this, peer, conn = std::move(fd)]() mutable {
+        serve_connection(conn.get(), peer);
+        conn.reset();
+        leave(peer);
+        active_--;
+      }).detach();
+    } catch (const std::system_error& e) {
+      log_error("cannot start a thread for a connection: " + std::string(e.what()));
+      leave(peer);
       active_--;
-    }).detach();
+    }
   }
   // Let requests under way finish their CRI calls before the managers go away.
   while (active_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   listen_fd_.reset();
 }
 
-void Server::serve_connection(int fd) {
-  ucred cred{};
-  socklen_t len = sizeof cred;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-    log_warn("SO_PEERCRED: " + errno_text(errno));
+bool Server::admit(const Peer& peer) {
+  std::lock_guard lock(slots_mu_);
+  if (peer.uid == 0) {
+    if (root_slots_ >= kMaxRoot) return false;
+    root_slots_++;
+    return true;
+  }
+  int& mine = per_user_[peer.uid];
+  if (mine >= kMaxPerUser || user_slots_ >= kMaxUsers) {
+    if (mine == 0) per_user_.erase(peer.uid);
+    log_warn("refused a connection of uid " + std::to_string(peer.uid) + " (pid " + std::to_string(peer.pid) +
+             "): " + std::to_string(mine) + " of its own and " + std::to_string(user_slots_) + " of all users open");
+    return false;
+  }
+  mine++;
+  user_slots_++;
+  return true;
+}
+
+void Server::leave(const Peer& peer) {
+  std::lock_guard lock(slots_mu_);
+  if (peer.uid == 0) {
+    root_slots_--;
     return;
   }
-  auto frame = read_frame(fd, Deadline(kIoTimeout));
+  user_slots_--;
+  if (auto it = per_user_.find(peer.uid); it != per_user_.end() && --it->second == 0) per_user_.erase(it);
+}
+
+void Server::serve_connection(int fd, const Peer& peer) {
+  auto frame = read_frame(fd, Deadline(kIoTimeout), peer.uid == 0 ? kMaxFrame : kMaxUserFrame);
   if (!frame) {
-    if (frame.error_kind() != ErrorKind::kClosed) log_warn("reading a request from pid " + std::to_string(cred.pid) + ": " + frame.error());
+    if (frame.error_kind() != ErrorKind::kClosed)
+      log_warn("reading a request from pid " + std::to_string(peer.pid) + " (uid " + std::to_string(peer.uid) +
+               "): " + frame.error());
     return;
   }
   v1::Request req;
   if (!req.ParseFromString(*frame)) {
-    send(fd, error_response("malformed request"), cred.pid);
+    send(fd, error_response("malformed request"), peer.pid);
     return;
   }
-  const Peer peer{cred.pid, cred.uid, cred.gid};
   if (req.kind_case() == v1::Request::kReleaseStep && peer.uid == 0) {
     // Answered first: slurmstepd, and so srun, need not wait for the removal.
     // It still runs under the job's lock, which the job's epilog then waits for.
     v1::Response accepted;
     accepted.mutable_release();
-    (void)send(fd, accepted, cred.pid);
-    if (auto r = handle(req, peer); !r.error().empty())
+    (void)send(fd, accepted, peer.pid);
+    if (auto r = handle_safely(req, peer); !r.error().empty())
       log_warn("releasing job " + std::to_string(req.release_step().job_id()) + " step " +
                std::to_string(req.release_step().step_id()) + ": " + r.error() + " (the sweep will remove it)");
     return;
   }
   // The request runs beside this thread, which tells the client every few
   // seconds that crispd is alive: a cold pull may take minutes.
-  auto answer = std::async(std::launch::async, [&] { return handle(req, peer); });
+  std::future<v1::Response> answer;
+  try {
+    answer = std::async(std::launch::async, [&] { return handle_safely(req, peer); });
+  } catch (const std::system_error& e) {
+    log_error("cannot start a thread for a request: " + std::string(e.what()));
+    send(fd, error_response("crispd is out of threads, try again"), peer.pid);
+    return;
+  }
   v1::Response keepalive;
   keepalive.set_keepalive(true);
   while (answer.wait_for(kKeepaliveInterval) != std::future_status::ready)
-    if (!send(fd, keepalive, cred.pid)) break;  // the client left; the request still completes
-  send(fd, answer.get(), cred.pid);
+    if (!send(fd, keepalive, peer.pid)) break;  // the client left; the request still completes
+  send(fd, answer.get(), peer.pid);
+}
+
+v1::Response Server::handle_safely(const v1::Request& req, const Peer& peer) {
+  std::string who = "uid " + std::to_string(peer.uid) + " (pid " + std::to_string(peer.pid) + ")";
+  try {
+    v1::Response r = handle(req, peer);
+    if (!r.error().empty()) log_info("request of " + who + " failed: " + r.error());
+    return r;
+  } catch (const std::exception& e) {
+    log_error("a request of " + who + " raised an exception: " + e.what());
+  } catch (...) {
+    log_error("a request of " + who + " raised an exception");
+  }
+  return error_response("crispd failed on this request (an internal error, logged on the node); tell the admins");
 }
 
 bool Server::send(int fd, const v1::Response& resp, pid_t pid, std::chrono::seconds timeout) {
@@ -136,8 +195,9 @@ Result<v1::PullResponse> Server::pull(const v1::PullRequest& req) {
   auto t0 = std::chrono::steady_clock::now();
   auto ref = parse_image_ref(req.image());
   if (!ref) return ref.take_error();
-  auto config = images_.ensure(
-      ref->canonical(), credentials_for(nullptr, steps_.settings().registry_auth_file, ref->registry, ref->user));
+  auto config = images_.ensure(ref->canonical(), [&] {
+    return credentials_for(nullptr, steps_.settings().registry_auth_file, ref->registry, ref->user);
+  });
   if (!config) return config.take_error();
   v1::PullResponse out;
   out.set_image_ref(ref->canonical());

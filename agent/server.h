@@ -3,6 +3,8 @@
 #pragma once
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "agent/images/image_store.h"
@@ -30,9 +32,24 @@ class Server {
 
   // Authorization and dispatch; public for the tests of its rules.
   v1::Response handle(const v1::Request& req, const Peer& peer);
+  // handle(), and any exception it lets out answered as one line and logged:
+  // no input may end a connection's thread, let alone crispd.
+  v1::Response handle_safely(const v1::Request& req, const Peer& peer);
+
+  // The socket is every user's (0666): one user may hold only a few
+  // connections at once, and all users together fewer than root (slurmstepd),
+  // whose requests are served whatever users do.
+  static constexpr int kMaxPerUser = 16;
+  static constexpr int kMaxUsers = 256;
+  static constexpr int kMaxRoot = 512;
+  // A user's request is small (list, stats, remove-named); root's carry a job's environment.
+  static constexpr size_t kMaxUserFrame = 64 << 10;
 
  private:
-  void serve_connection(int fd);
+  // Takes a connection slot for peer, or says why there is none.
+  bool admit(const Peer& peer);
+  void leave(const Peer& peer);
+  void serve_connection(int fd, const Peer& peer);
   Result<v1::PullResponse> pull(const v1::PullRequest& req);
   v1::StatsResponse stats() const;
   static constexpr std::chrono::seconds kIoTimeout{10};
@@ -43,6 +60,9 @@ class Server {
   const Sweeper* sweeper_;
   Fd listen_fd_;
   std::atomic<int> active_{0};
+  std::mutex slots_mu_;
+  int root_slots_ = 0, user_slots_ = 0;
+  std::map<uid_t, int> per_user_;
 };
 
 }  // namespace crisp

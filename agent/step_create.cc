@@ -3,6 +3,7 @@
 // failure undoes everything before the error is answered.
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -37,6 +38,9 @@ struct StepManager::Plan {
   bool driver_mounted = false;
   RdmaPlan rdma;
   size_t tmpfs_count = 0;
+  // Resolved by the user now, staged under the container's mount root by prepare_host.
+  std::vector<std::pair<UserPath, v1::BindMount>> user_mounts;
+  std::optional<UserPath> workdir;
   std::string key;  // names what the step makes on the host: JOB.STEP, or JOB.UID.NAME
   int pid = 0;      // the holder's
   std::string container_id;
@@ -237,7 +241,6 @@ Result<int> StepManager::holder_pid(const std::string& container_id) {
 
 // The user's own paths, resolved with their credentials: what they name must be theirs to read.
 Status StepManager::resolve_user_paths(const v1::CreateStepRequest& req, Plan& plan) {
-  StepContainerInput& in = plan.in;
   for (const v1::BindMount& m : req.mounts()) {
     if (m.tmpfs()) {
       plan.tmpfs_count++;
@@ -245,9 +248,7 @@ Status StepManager::resolve_user_paths(const v1::CreateStepRequest& req, Plan& p
     }
     auto src = resolve_as_user(plan.creds, m.source());
     if (!src) return fail("mount source " + src.error() + ": it must exist and be readable by you");
-    v1::BindMount resolved = m;
-    resolved.set_source(*src);
-    in.mounts.push_back(resolved);
+    plan.user_mounts.emplace_back(std::move(*src), m);
   }
   auto home = home_of(req.uid());
   if (home) plan.home = *home;
@@ -255,15 +256,17 @@ Status StepManager::resolve_user_paths(const v1::CreateStepRequest& req, Plan& p
     if (!home) return home.take_error();
     auto dir = resolve_as_user(plan.creds, *home);
     if (!dir) return fail("--container-mount-home: your home directory " + dir.error());
-    in.mounts.push_back(bind_mount(*dir, *home, false));
+    plan.user_mounts.emplace_back(std::move(*dir), bind_mount("", *home, false));
   }
   // slurmd spooled it; slurmstepd (root) vouches for the path.
-  if (!req.batch_script().empty()) in.mounts.push_back(bind_mount(req.batch_script(), req.batch_script(), true));
+  if (!req.batch_script().empty())
+    plan.in.mounts.push_back(bind_mount(req.batch_script(), req.batch_script(), true));
   if (!req.job_workdir().empty()) {
     // A working directory the user cannot reach stays unmounted; slurmstepd then reports it.
-    if (auto wd = resolve_as_user(plan.creds, req.job_workdir()); wd) {
-      in.workdir = *wd;
-      in.workdir_alias = normalize_path(req.job_workdir());
+    if (auto wd = resolve_as_user(plan.creds, req.job_workdir()); wd && wd->is_directory) {
+      plan.in.workdir = wd->path;
+      plan.in.workdir_alias = normalize_path(req.job_workdir());
+      plan.workdir = std::move(*wd);
       plan.out.set_job_workdir_mounted(true);
     }
   }
@@ -304,8 +307,10 @@ Status StepManager::plan_devices(const v1::CreateStepRequest& req, Plan& plan) {
 Status StepManager::pull_image(const v1::CreateStepRequest& req, Plan& plan) {
   std::string image = plan.ref.canonical();
   UserFiles user{plan.creds, plan.home.value_or("")};
-  auto config = images_.ensure(image, credentials_for(plan.home ? &user : nullptr, settings_.registry_auth_file,
-                                                      plan.ref.registry, req.registry_user()));
+  auto config = images_.ensure(image, [&] {
+    return credentials_for(plan.home ? &user : nullptr, settings_.registry_auth_file, plan.ref.registry,
+                           req.registry_user());
+  });
   if (!config) return config.take_error();
   plan.out.set_image(image);
   for (const std::string& e : config->env) plan.out.add_image_env(e);
@@ -322,14 +327,7 @@ Status StepManager::prepare_host(const v1::CreateStepRequest& req, Plan& plan, H
   StepContainerInput& in = plan.in;
   plan.key = std::to_string(plan.scope.job_id) + "." +
              (plan.named ? std::to_string(req.uid()) + "." + req.name() : slurm::step_name(req.step_id()));
-  if (plan.tmpfs_count) {
-    auto dirs = host.make_tmpfs(settings_.tmpfs_base, plan.key, plan.tmpfs_count, req.uid(), req.gid());
-    if (!dirs) return dirs.take_error();
-    in.tmpfs_root = host.tmpfs_root();
-    size_t i = 0;
-    for (const v1::BindMount& m : req.mounts())
-      if (m.tmpfs()) in.tmpfs.emplace_back((*dirs)[i++], m.target());
-  }
+  if (auto s = stage_mounts(req, plan, host); !s) return s;
   // Only the chosen HCAs show in /sys/class/infiniband, where the node has that class.
   struct stat ib {};
   const std::vector<Hca>& hcas = plan.rdma.hcas;
@@ -343,9 +341,35 @@ Status StepManager::prepare_host(const v1::CreateStepRequest& req, Plan& plan, H
   }
   if (!in.entrypoint.empty()) {
     // Its output explains a failing entrypoint, and is shown on request.
-    if (auto s = prepare_log_directory(kLogDirectory); !s) return s;
+    if (auto s = prepare_log_directory(kLogDirectory, kLogDirectorySize); !s) return s;
     in.log_path = plan.key + ".log";
     host.add_file(std::string(kLogDirectory) + "/" + in.log_path);
+  }
+  return Ok{};
+}
+
+// The user's sources, cloned where containerd cannot be misled, and the tmpfs mounts.
+Status StepManager::stage_mounts(const v1::CreateStepRequest& req, Plan& plan, HostArtifacts& host) {
+  StepContainerInput& in = plan.in;
+  if (plan.user_mounts.empty() && !plan.workdir && plan.tmpfs_count == 0) return Ok{};
+  if (auto s = host.open_mount_root(settings_.tmpfs_base, plan.key); !s) return s;
+  in.tmpfs_root = host.mount_root();
+  for (auto& [source, mount] : plan.user_mounts) {
+    auto at = host.stage(source);
+    if (!at) return at.take_error();
+    in.mounts.push_back(mount);
+    in.mounts.back().set_source(*at);
+  }
+  if (plan.workdir) {
+    auto at = host.stage(*plan.workdir);
+    if (!at) return at.take_error();
+    in.workdir_source = *at;
+  }
+  for (const v1::BindMount& m : req.mounts()) {
+    if (!m.tmpfs()) continue;
+    auto dir = host.make_tmpfs(req.uid(), req.gid(), settings_.tmpfs_size);
+    if (!dir) return dir.take_error();
+    in.tmpfs.emplace_back(*dir, m.target());
   }
   return Ok{};
 }
@@ -397,14 +421,16 @@ Status StepManager::wait_for_holder(const v1::CreateStepRequest& req, Plan& plan
     return Ok{};
   }
   auto ran = await_holder(plan.pid, settings_.holder_exe, settings_.entrypoint_timeout);
-  std::string log = read_cri_log(std::string(kLogDirectory) + "/" + in.log_path);
-  if (!ran) {
-    while (!log.empty() && log.back() == '\n') log.pop_back();
-    for (char& ch : log)
-      if (ch == '\n') ch = ' ';
+  std::string log_path = std::string(kLogDirectory) + "/" + in.log_path;
+  std::string log = read_cri_log(log_path, kEntrypointLogKept);
+  if (!ran)
     return fail("the image's entrypoint " + join(in.entrypoint, " ") + " " + ran.error() +
-                " (it must end with exec \"$@\")" + (log.empty() ? "" : "; its output: " + log));
-  }
+                " (it must end with exec \"$@\")" + (log.empty() ? "" : "; its output ends: " + last_lines(log, 10, 2000)));
+  // What the container writes from now on (a background process of the entrypoint's) is kept nowhere.
+  if (auto s = silence_cri_log(log_path); !s) return s;
+  if (auto s = cri_.reopen_container_log(plan.container_id); !s)
+    return fail("cannot stop keeping the output of the container: " + s.error());
+  unlink(log_path.c_str());
   if (req.entrypoint_log()) plan.out.set_entrypoint_log(log);
   auto env = holder_environment(plan.pid);
   if (!env) return fail("cannot read the environment the entrypoint left: " + env.error());

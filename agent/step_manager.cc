@@ -4,7 +4,7 @@
 
 #include "agent/cri/labels.h"
 #include "agent/host/hca_view.h"
-#include "agent/host/tmpfs.h"
+#include "agent/host/host_mounts.h"
 #include "common/log.h"
 #include "common/slurm_ids.h"
 #include "common/time.h"
@@ -74,7 +74,7 @@ Status StepManager::remove_containers(const std::vector<cri::Container>& contain
     }
     out.set_removed_containers(out.removed_containers() + 1);
     touch_sandbox(c.pod_sandbox_id());
-    if (auto dir = labels::value_of(c.labels(), labels::kTmpfs); !dir.empty()) remove_tmpfs(dir);
+    if (auto dir = labels::value_of(c.labels(), labels::kTmpfs); !dir.empty()) remove_mount_root(dir);
     if (auto dir = labels::value_of(c.labels(), labels::kHcaView); !dir.empty()) remove_hca_view(dir);
   }
   return result;

@@ -18,11 +18,15 @@
 #include "agent/devices/device_roots.h"
 #include "agent/devices/rdma_plan.h"
 #include "agent/host/host_artifacts.h"
-#include "agent/host/tmpfs.h"
+#include "agent/host/host_mounts.h"
 #include "agent/images/image_store.h"
 #include "crisp.pb.h"
 
 namespace crisp {
+
+// The entrypoints' CRI logs: the tmpfs they share, and what is kept of each.
+inline constexpr uint64_t kLogDirectorySize = 64u << 20;
+inline constexpr size_t kEntrypointLogKept = 1u << 20;
 
 struct StepSettings {
   NodeSettings node;
@@ -35,8 +39,11 @@ struct StepSettings {
   HcaPolicy hca_policy = HcaPolicy::kAll;
   // The sysfs the containers see (runc mounts the host's): where the HCA view must cover.
   std::string container_sysfs_class = "/sys/class/infiniband";
-  // Where tmpfs mounts (and, beside it with -hca, HCA views) are made on the host.
-  std::string tmpfs_base = kTmpfsBase;
+  // Where each container's host mounts (tmpfs, staged user sources) are made,
+  // and, beside it with -hca, HCA views.
+  std::string tmpfs_base = kMountsBase;
+  // The size limit of each tmpfs of --container-mounts, in tmpfs's terms.
+  std::string tmpfs_size = "25%";
   // containerd's task bundles, for CDI hooks' OCI state: <state>/io.containerd.runtime.v2.task/k8s.io/<id>.
   std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
 };
@@ -104,6 +111,7 @@ class StepManager {
   Status plan_devices(const v1::CreateStepRequest& req, Plan& plan);
   Status pull_image(const v1::CreateStepRequest& req, Plan& plan);
   Status prepare_host(const v1::CreateStepRequest& req, Plan& plan, HostArtifacts& host);
+  Status stage_mounts(const v1::CreateStepRequest& req, Plan& plan, HostArtifacts& host);
   Result<std::string> make_container(const v1::CreateStepRequest& req, Plan& plan, PhaseClock& clock);
   Status start_container(Plan& plan);
   Status wait_for_holder(const v1::CreateStepRequest& req, Plan& plan);

@@ -18,18 +18,29 @@ Result<v1::Response> call_agent(const std::string& socket_path, const v1::Reques
   auto addr = unix_address(socket_path);
   if (!addr) return fail("crispd socket path is too long: " + socket_path);
 
-  Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (fd.get() < 0) return fail("socket: " + errno_text(errno));
-  // A Unix-socket connect does not block on a live listener; a full backlog
-  // fails with EAGAIN on a non-blocking socket, so connect blocking.
-  if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) < 0)
-    return fail(ErrorKind::kUnreachable, "cannot reach crispd at " + socket_path + " (" + errno_text(errno) +
-                "): is crispd running on this node?");
+  // A full backlog (a crispd that does not accept) makes a blocking connect
+  // wait for ever; a non-blocking one says EAGAIN, retried until the deadline.
+  while (connect(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) < 0) {
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN)
+      return fail(ErrorKind::kUnreachable, "cannot reach crispd at " + socket_path + " (" + errno_text(errno) +
+                  "): is crispd running on this node?");
+    if (deadline.remaining_ms() == 0)
+      return fail(ErrorKind::kTimedOut, "crispd at " + socket_path + " accepts no connection: is it hung? (see its log)");
+    usleep(10000);
+  }
 
   std::string out;
   if (!request.SerializeToString(&out)) return fail("cannot encode the request to crispd");
-  if (auto s = write_frame(fd.get(), out, deadline); !s)
+  if (auto s = write_frame(fd.get(), out, deadline); !s) {
+    // crispd may have refused the connection, saying why, before it closed it.
+    auto said = read_frame(fd.get(), Deadline(std::chrono::milliseconds(100)));
+    v1::Response refusal;
+    if (said && refusal.ParseFromString(*said) && !refusal.error().empty()) return fail(refusal.error());
     return fail("sending to crispd at " + socket_path + " failed: " + s.error());
+  }
   v1::Response response;
   for (;;) {
     Deadline quiet(idle);

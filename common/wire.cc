@@ -72,13 +72,18 @@ Status write_frame(int fd, const std::string& payload, const Deadline& deadline)
   return write_all(fd, payload.data(), payload.size(), deadline);
 }
 
-Result<std::string> read_frame(int fd, const Deadline& deadline) {
+Status read_exactly(int fd, char* data, size_t len, const Deadline& deadline) {
+  size_t got = 0;
+  return read_all(fd, data, len, deadline, got);
+}
+
+Result<std::string> read_frame(int fd, const Deadline& deadline, size_t max_bytes) {
   unsigned char header[4];
   size_t got = 0;
   if (auto s = read_all(fd, reinterpret_cast<char*>(header), 4, deadline, got); !s)
     return got > 0 && s.error_kind() == ErrorKind::kClosed ? fail("truncated frame") : s.take_error();
   uint32_t n = (uint32_t{header[0]} << 24) | (uint32_t{header[1]} << 16) | (uint32_t{header[2]} << 8) | header[3];
-  if (n > kMaxFrame) return fail("frame of " + std::to_string(n) + " bytes exceeds the limit");
+  if (n > max_bytes) return fail("frame of " + std::to_string(n) + " bytes exceeds the limit of " + std::to_string(max_bytes));
   std::string payload(n, '\0');
   if (auto s = read_all(fd, payload.data(), n, deadline, got); !s)
     return s.error_kind() == ErrorKind::kClosed ? fail("truncated frame") : s.take_error();

@@ -19,6 +19,10 @@ Result<sockaddr_un> unix_address(const std::string& path);
 
 Status write_frame(int fd, const std::string& payload, const Deadline& deadline);
 // Errors of kind kClosed: the peer closed before a frame began; kTimedOut: the deadline passed.
-Result<std::string> read_frame(int fd, const Deadline& deadline);
+// A frame longer than max_bytes is refused before anything is allocated for it.
+Result<std::string> read_frame(int fd, const Deadline& deadline, size_t max_bytes = kMaxFrame);
+
+// Reads exactly len bytes from a stream socket; kClosed when it ends first.
+Status read_exactly(int fd, char* data, size_t len, const Deadline& deadline);
 
 }  // namespace crisp

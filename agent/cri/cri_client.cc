@@ -121,6 +121,14 @@ Status CriClient::start_container(const std::string& id) {
                 call_timeout_);
 }
 
+Status CriClient::reopen_container_log(const std::string& id) {
+  cri::ReopenContainerLogRequest req;
+  req.set_container_id(id);
+  cri::ReopenContainerLogResponse resp;
+  return invoke(runtime_.get(), &cri::RuntimeService::Stub::ReopenContainerLog, "ReopenContainerLog", req, &resp,
+                call_timeout_);
+}
+
 Status CriClient::stop_container(const std::string& id, int64_t timeout_s) {
   cri::StopContainerRequest req;
   req.set_container_id(id);

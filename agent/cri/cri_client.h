@@ -37,6 +37,8 @@ class CriClient {
                                        const cri::PodSandboxConfig& sandbox_config);
   Status start_container(const std::string& id);
   Status stop_container(const std::string& id, int64_t timeout_s);
+  // containerd opens the container's log path anew (and closes the old file).
+  Status reopen_container_log(const std::string& id);
   Status remove_container(const std::string& id);
   Result<std::vector<cri::Container>> list_containers(const Labels& selector, const std::string& sandbox_id = "");
   Result<cri::ContainerStatusResponse> container_status(const std::string& id, bool verbose);

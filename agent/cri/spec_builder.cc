@@ -119,7 +119,7 @@ cri::ContainerConfig build_step_container(const StepContainerInput& in, const No
   auto mount_workdir_at = [&](const std::string& target) {
     for (const v1::BindMount& m : in.mounts)
       if (m.target() == target) return;  // the user's own mount wins
-    add_mount(c, in.workdir, target, false);
+    add_mount(c, in.workdir_source, target, false);
   };
   if (!in.workdir.empty()) {
     mount_workdir_at(in.workdir);

@@ -39,6 +39,7 @@ struct StepContainerInput {
   // logical path in $PWD, when that differs.
   std::string workdir;
   std::string workdir_alias;
+  std::string workdir_source;  // the host path mounted there (a staged clone)
   int32_t stepd_pid = 0;
   // Non-empty: a named container, kept across steps; its holder ignores slurmstepd.
   std::string name;
@@ -46,9 +47,9 @@ struct StepContainerInput {
   // Run before the holder, which becomes its arguments (the image's ENTRYPOINT).
   std::vector<std::string> entrypoint;
   std::string log_path;  // under kLogDirectory, where the CRI writes its output; empty: nowhere
-  // Host directories (already mounted tmpfs) and where they go; labelled so
-  // their removal follows the container's.
+  // Host directories (already mounted tmpfs) and where they go.
   std::vector<std::pair<std::string, std::string>> tmpfs;
+  // The container's mount root (tmpfs, staged sources): labelled so its removal follows the container's.
   std::string tmpfs_root;
   std::vector<cri::Device> devices;  // the step's GPUs and HCAs, and what they need
   std::string hca_view;              // host dir mounted over /sys/class/infiniband; empty: none

@@ -1,11 +1,13 @@
 #include "agent/host/entrypoint.h"
 
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "common/files.h"
@@ -13,8 +15,17 @@
 
 namespace crisp {
 
-Status prepare_log_directory(const std::string& dir) {
+Status prepare_log_directory(const std::string& dir, uint64_t size) {
+  static std::mutex mounting;  // two creates must not stack two tmpfs there
+  std::lock_guard lock(mounting);
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return fail("cannot create " + dir + ": " + errno_text(errno));
+  struct stat here {}, parent {};
+  if (stat(dir.c_str(), &here) != 0 || stat((dir + "/..").c_str(), &parent) != 0)
+    return fail("cannot stat " + dir + ": " + errno_text(errno));
+  if (here.st_dev != parent.st_dev) return Ok{};  // mounted already
+  std::string opts = "mode=0700,size=" + std::to_string(size);
+  if (mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts.c_str()) != 0)
+    return fail("cannot mount a tmpfs on " + dir + ": " + errno_text(errno));
   return Ok{};
 }
 
@@ -53,9 +64,9 @@ bool parse_cri_log_line(const std::string& line, std::string& message) {
   return true;
 }
 
-std::string read_cri_log(const std::string& path) {
+std::string read_cri_log(const std::string& path, size_t max_bytes) {
   // The entrypoint has written all it will (it runs the holder now), but the
-  // shim copies its output to the file on its own time: wait until the size
+  // CRI copies its output to the file on its own time: wait until the size
   // holds still for 100 ms (at most 2 s).
   off_t last = -1;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
@@ -67,10 +78,36 @@ std::string read_cri_log(const std::string& path) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::ifstream f(path);
+  bool cut = last > static_cast<off_t>(max_bytes);
+  if (cut) f.seekg(last - static_cast<off_t>(max_bytes));
   std::string out, line, message;
+  if (cut) std::getline(f, line);  // the rest of a line cut in two
   while (std::getline(f, line))
     if (parse_cri_log_line(line, message)) out += message + "\n";
-  unlink(path.c_str());
+  return out;
+}
+
+Status silence_cri_log(const std::string& path) {
+  std::string link = path + ".null";
+  unlink(link.c_str());
+  if (symlink("/dev/null", link.c_str()) != 0 || rename(link.c_str(), path.c_str()) != 0)
+    return fail("cannot replace " + path + ": " + errno_text(errno));
+  return Ok{};
+}
+
+std::string last_lines(const std::string& text, size_t lines, size_t max_bytes) {
+  std::string t = text;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  size_t start = t.size();
+  for (size_t n = 0; n < lines && start > 0; ++n) {
+    size_t nl = t.rfind('\n', start - 1);
+    start = nl == std::string::npos ? 0 : nl;
+    if (nl == std::string::npos) break;
+  }
+  std::string out = t.substr(start == 0 || t[start] != '\n' ? start : start + 1);
+  if (out.size() > max_bytes) out = "..." + out.substr(out.size() - max_bytes);
+  for (char& ch : out)
+    if (ch == '\n') ch = ' ';
   return out;
 }
 

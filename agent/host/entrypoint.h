@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,8 +12,10 @@
 
 namespace crisp {
 
-// Makes dir (the sandboxes' CRI log directory), where the CRI writes the entrypoint's output.
-Status prepare_log_directory(const std::string& dir);
+// Makes dir (the sandboxes' CRI log directory), where the CRI writes the
+// entrypoint's output, a tmpfs of its own of size bytes: an entrypoint's
+// output, however large, cannot fill /run.
+Status prepare_log_directory(const std::string& dir, uint64_t size);
 
 // Waits until pid runs the holder (runc's init, then any entrypoint, exec it);
 // fails if it exits or takes longer than timeout.
@@ -21,8 +24,16 @@ Status await_holder(int pid, const std::string& holder_exe, std::chrono::seconds
 // The environment of the holder (the entrypoint's, as it exec'd it).
 Result<std::vector<std::string>> holder_environment(int pid);
 
-// The messages of a CRI log file ("TIME STREAM TAG MESSAGE" lines), joined by newlines; the file is removed.
-std::string read_cri_log(const std::string& path);
+// The messages of the last max_bytes of a CRI log file ("TIME STREAM TAG
+// MESSAGE" lines), joined by newlines.
+std::string read_cri_log(const std::string& path, size_t max_bytes);
+
+// Points the log path at /dev/null for the CRI to reopen: what the
+// container's processes write from then on is kept nowhere.
+Status silence_cri_log(const std::string& path);
+
+// The last lines of text, at most max_bytes, on one line: for an error message.
+std::string last_lines(const std::string& text, size_t lines, size_t max_bytes);
 
 // Parses one CRI log line; false when it is not one.
 bool parse_cri_log_line(const std::string& line, std::string& message);

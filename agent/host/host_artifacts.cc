@@ -5,7 +5,7 @@
 #include <cerrno>
 
 #include "agent/host/hca_view.h"
-#include "agent/host/tmpfs.h"
+#include "agent/host/host_mounts.h"
 #include "common/log.h"
 #include "common/strings.h"
 
@@ -13,17 +13,27 @@ namespace crisp {
 
 HostArtifacts::~HostArtifacts() {
   if (kept_) return;
-  if (!tmpfs_root_.empty()) remove_tmpfs(tmpfs_root_);
+  if (!mount_root_.empty()) remove_mount_root(mount_root_);
   if (!hca_view_.empty()) remove_hca_view(hca_view_);
   for (const std::string& f : files_)
     if (unlink(f.c_str()) != 0 && errno != ENOENT) log_warn("removing " + f + ": " + errno_text(errno));
 }
 
-Result<std::vector<std::string>> HostArtifacts::make_tmpfs(const std::string& base, const std::string& key,
-                                                           size_t count, uint32_t uid, uint32_t gid) {
-  auto dirs = crisp::make_tmpfs(base, key, count, uid, gid);
-  if (dirs) tmpfs_root_ = base + "/" + key;
-  return dirs;
+Status HostArtifacts::open_mount_root(const std::string& base, const std::string& key) {
+  if (!mount_root_.empty()) return Ok{};
+  auto made = make_mount_root(base, base + "/" + key);
+  if (made) mount_root_ = base + "/" + key;
+  return made;
+}
+
+Result<std::string> HostArtifacts::make_tmpfs(uint32_t uid, uint32_t gid, const std::string& size) {
+  if (mount_root_.empty()) return fail("no mount root for the container's tmpfs");
+  return crisp::make_tmpfs(mount_root_, tmpfs_count_++, uid, gid, size);
+}
+
+Result<std::string> HostArtifacts::stage(const UserPath& source) {
+  if (mount_root_.empty()) return fail("no mount root for the container's mount of " + source.path);
+  return stage_user_path(mount_root_, staged_count_++, source);
 }
 
 Status HostArtifacts::make_hca_view(const std::string& class_dir, const std::vector<std::string>& hca_names,

@@ -1,5 +1,5 @@
 // Everything a create makes on the host before its container exists (tmpfs
-// mounts, the HCA sysfs view, the entrypoint's log file), owned by one object
+// mounts, staged user mounts, the HCA sysfs view, the entrypoint's log file), owned by one object
 // that removes it all unless the create succeeds and hands it to the
 // container, whose labels then tie its removal to the container's.
 #pragma once
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/host/user_access.h"
 #include "common/result.h"
 
 namespace crisp {
@@ -19,20 +20,24 @@ class HostArtifacts {
   HostArtifacts(const HostArtifacts&) = delete;
   HostArtifacts& operator=(const HostArtifacts&) = delete;
 
-  // count tmpfs under base/key, owned by uid:gid; returns their host paths.
-  Result<std::vector<std::string>> make_tmpfs(const std::string& base, const std::string& key, size_t count,
-                                              uint32_t uid, uint32_t gid);
+  // The container's mount root, base/key: made by the first of these calls.
+  Status open_mount_root(const std::string& base, const std::string& key);
+  // A tmpfs under the mount root, owned by uid:gid; returns its host path.
+  Result<std::string> make_tmpfs(uint32_t uid, uint32_t gid, const std::string& size);
+  // A clone of the user's source under the mount root; returns its host path.
+  Result<std::string> stage(const UserPath& source);
   Status make_hca_view(const std::string& class_dir, const std::vector<std::string>& hca_names, const std::string& dir);
   // A file the runtime will write (the CRI log): removed on failure if it exists.
   void add_file(const std::string& path) { files_.push_back(path); }
 
-  const std::string& tmpfs_root() const { return tmpfs_root_; }
+  const std::string& mount_root() const { return mount_root_; }
   const std::string& hca_view() const { return hca_view_; }
   // The create succeeded: nothing is removed here.
   void keep() { kept_ = true; }
 
  private:
-  std::string tmpfs_root_, hca_view_;
+  std::string mount_root_, hca_view_;
+  size_t tmpfs_count_ = 0, staged_count_ = 0;
   std::vector<std::string> files_;
   bool kept_ = false;
 };

@@ -1,69 +1,201 @@
 #include "agent/host/user_access.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
-#include <cstdlib>
+#include <cstring>
 #include <functional>
-#include <thread>
 
-#include "common/fd.h"
-#include "common/files.h"
+#include "common/deadline.h"
 #include "common/passwd.h"
 #include "common/strings.h"
+#include "common/wire.h"
 
 namespace crisp {
 
 namespace {
 
-// Runs work with the user's credentials and returns its result.
-Result<std::string> as_user(const UserCreds& creds, const std::function<Result<std::string>()>& work) {
-  Result<std::string> result = fail("not checked");
-  // Credentials are per thread in the kernel; the raw syscalls change only this
-  // short-lived thread's, while glibc's wrappers would change every thread's.
-  std::thread worker([&] {
-    std::vector<gid_t> groups(creds.groups.begin(), creds.groups.end());
-    if (syscall(SYS_setgroups, groups.size(), groups.data()) != 0 ||
-        syscall(SYS_setresgid, creds.gid, creds.gid, creds.gid) != 0 ||
-        syscall(SYS_setresuid, creds.uid, creds.uid, creds.uid) != 0) {
-      result = fail("cannot take the user's credentials: " + errno_text(errno));
-      return;
+// The child's answer: 0 or an errno (or one of ours below), then len bytes,
+// with at most one descriptor attached.
+struct Reply {
+  int32_t err = 0;
+  uint32_t len = 0;
+};
+constexpr int32_t kNotRegular = -1;
+constexpr int32_t kTooLarge = -2;
+
+// The child runs only system calls on memory allocated before the fork:
+// another thread of crispd may have held a lock at that moment.
+using ChildWork = std::function<void(int sock)>;
+
+void send_reply(int sock, Reply r, int fd = -1, const char* data = nullptr) {
+  iovec iov{&r, sizeof r};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (fd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  }
+  if (sendmsg(sock, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof r)) _exit(1);
+  for (size_t left = r.len; left > 0;) {
+    ssize_t n = write(sock, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) _exit(1);
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+[[noreturn]] void child_main(const UserCreds& creds, const std::vector<gid_t>& groups, int sock,
+                             const ChildWork& work) {
+  // Nothing of crispd's stays open in a process the user's uid owns.
+  if (sock > 3) close_range(3, static_cast<unsigned>(sock) - 1, 0);
+  close_range(static_cast<unsigned>(sock) + 1, ~0u, 0);
+  // Raw system calls: glibc's wrappers would try to change every thread's.
+  if (syscall(SYS_setgroups, groups.size(), groups.data()) != 0 ||
+      syscall(SYS_setresgid, creds.gid, creds.gid, creds.gid) != 0 ||
+      syscall(SYS_setresuid, creds.uid, creds.uid, creds.uid) != 0) {
+    send_reply(sock, {errno, 0});
+    _exit(0);
+  }
+  // Changing uid left it undumpable: the user cannot ptrace it nor read its memory.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  work(sock);
+  _exit(0);
+}
+
+// Receives the reply header and its descriptor, if any.
+Result<Reply> receive_reply(int sock, Fd& fd, const Deadline& deadline) {
+  Reply r;
+  iovec iov{&r, sizeof r};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  for (;;) {
+    pollfd p = {sock, POLLIN, 0};
+    int n = poll(&p, 1, deadline.remaining_ms());
+    if (n == 0) return fail(ErrorKind::kTimedOut, "did not answer in time");
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail("poll: " + errno_text(errno));
+    ssize_t got = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (got < 0) return fail("recvmsg: " + errno_text(errno));
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      int received = -1;
+      std::memcpy(&received, CMSG_DATA(c), sizeof received);
+      fd.reset(received);
     }
-    result = work();
-  });
-  worker.join();
-  return result;
+    if (got != static_cast<ssize_t>(sizeof r)) return fail("ended before answering");
+    return r;
+  }
+}
+
+// Runs work in a child with the user's credentials; data receives what it sends (at most max bytes).
+Result<Reply> run_as_user(const UserCreds& creds, const ChildWork& work, std::string* data, size_t max, Fd& fd,
+                          std::chrono::milliseconds timeout) {
+  std::vector<gid_t> groups(creds.groups.begin(), creds.groups.end());
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return fail("socketpair: " + errno_text(errno));
+  Fd ours(sv[0]), theirs(sv[1]);
+  pid_t pid = fork();
+  if (pid < 0) return fail("fork: " + errno_text(errno));
+  if (pid == 0) child_main(creds, groups, theirs.get(), work);
+  theirs.reset();
+  Deadline deadline(timeout);
+  auto reply = receive_reply(ours.get(), fd, deadline);
+  if (reply && reply->len > max) reply = fail("sent more than was asked");
+  if (reply && data) {
+    data->resize(reply->len);
+    if (auto s = read_exactly(ours.get(), data->data(), reply->len, deadline); !s) reply = s.take_error();
+  }
+  // Done or given up: nothing of it may outlive this call. Root may signal it; the user cannot save it.
+  kill(pid, SIGKILL);
+  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  return reply;
+}
+
+std::string reason(const std::string& path, int32_t err, size_t max_bytes) {
+  if (err == kNotRegular) return path + " is not a regular file";
+  if (err == kTooLarge) return path + " is larger than " + std::to_string(max_bytes) + " bytes";
+  return path + ": " + errno_text(err);
 }
 
 }  // namespace
 
-Result<std::string> read_file_as_user(const UserCreds& creds, const std::string& path, size_t max_bytes) {
-  return as_user(creds, [&]() -> Result<std::string> {
-    Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (!fd) return fail(path + ": " + errno_text(errno));
-    auto data = read_up_to(fd.get(), max_bytes + 1);
-    if (!data) return fail(path + ": " + data.error());
-    if (data->size() > max_bytes) return fail(path + " is larger than " + std::to_string(max_bytes) + " bytes");
-    return data;
-  });
+Result<std::optional<std::string>> read_file_as_user(const UserCreds& creds, const std::string& path,
+                                                     size_t max_bytes, std::chrono::milliseconds timeout) {
+  std::string buffer(max_bytes + 1, '\0');  // the child's, allocated before it exists
+  auto work = [&](int sock) {
+    // O_NONBLOCK: a FIFO opens at once, to be refused as not a regular file.
+    int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0) return send_reply(sock, {errno, 0});
+    if (!S_ISREG(st.st_mode)) return send_reply(sock, {kNotRegular, 0});
+    size_t got = 0;
+    while (got < buffer.size()) {
+      ssize_t n = read(fd, buffer.data() + got, buffer.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return send_reply(sock, {errno, 0});
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    if (got > max_bytes) return send_reply(sock, {kTooLarge, 0});
+    send_reply(sock, {0, static_cast<uint32_t>(got)}, -1, buffer.data());
+  };
+  std::string data;
+  Fd unused;
+  auto reply = run_as_user(creds, work, &data, max_bytes, unused, timeout);
+  if (!reply) return fail(reply.error_kind(), path + ": the reading process " + reply.error());
+  // Absent or not the user's to read: there is nothing to use, which is no error.
+  if (reply->err == ENOENT || reply->err == ENOTDIR || reply->err == EACCES) return std::optional<std::string>();
+  if (reply->err != 0) return fail(reason(path, reply->err, max_bytes));
+  return std::optional<std::string>(std::move(data));
 }
 
-Result<std::string> resolve_as_user(const UserCreds& creds, const std::string& path) {
-  return as_user(creds, [&]() -> Result<std::string> {
-    char resolved[PATH_MAX];
-    if (!realpath(path.c_str(), resolved)) return fail(path + ": " + errno_text(errno));
-    int mode = R_OK;
-    struct stat st;
-    if (stat(resolved, &st) != 0) return fail(path + ": " + errno_text(errno));
-    if (S_ISDIR(st.st_mode)) mode |= X_OK;
-    // faccessat with AT_EACCESS uses this thread's effective ids.
-    if (faccessat(AT_FDCWD, resolved, mode, AT_EACCESS) != 0) return fail(path + ": " + errno_text(errno));
-    return std::string(resolved);
-  });
+Result<UserPath> resolve_as_user(const UserCreds& creds, const std::string& path, std::chrono::milliseconds timeout) {
+  auto work = [&](int sock) {
+    int fd = open(path.c_str(), O_PATH | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0) return send_reply(sock, {errno, 0});
+    int mode = R_OK | (S_ISDIR(st.st_mode) ? X_OK : 0);
+    // Checked with this process's effective ids: the user's.
+    if (faccessat(fd, "", mode, AT_EACCESS | AT_EMPTY_PATH) != 0) return send_reply(sock, {errno, 0});
+    send_reply(sock, {0, 0}, fd);
+  };
+  UserPath out;
+  auto reply = run_as_user(creds, work, nullptr, 0, out.fd, timeout);
+  if (!reply) return fail(reply.error_kind(), path + ": the resolving process " + reply.error());
+  if (reply->err != 0) return fail(reason(path, reply->err, 0));
+  if (!out.fd) return fail(path + ": the resolving process sent no descriptor");
+  struct stat st {};
+  if (fstat(out.fd.get(), &st) != 0) return fail(path + ": " + errno_text(errno));
+  out.is_directory = S_ISDIR(st.st_mode);
+  char where[4096];
+  std::string link = "/proc/self/fd/" + std::to_string(out.fd.get());
+  ssize_t n = readlink(link.c_str(), where, sizeof where - 1);
+  if (n < 0) return fail(path + ": " + errno_text(errno));
+  out.path.assign(where, static_cast<size_t>(n));
+  return out;
 }
 
 Result<std::string> home_of(uint32_t uid) {

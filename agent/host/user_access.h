@@ -1,11 +1,19 @@
-// Checks a path with a user's credentials, never root's, so that a bind mount
-// cannot expose what the user could not reach on the host.
+// What crispd reads or names for a user, with that user's rights, never root's.
+//
+// The work runs in a short-lived forked child that takes the user's
+// credentials and passes back bytes or a descriptor: no thread of crispd ever
+// carries them (a process of that uid could signal such a thread and so stop
+// or kill the daemon), and a child the user stops, or a file that blocks (a
+// FIFO, a hung FUSE mount), is killed at a deadline.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/fd.h"
 #include "common/result.h"
 
 namespace crisp {
@@ -16,12 +24,26 @@ struct UserCreds {
   std::vector<uint32_t> groups;
 };
 
-// Resolves path as the user (symlinks included) and checks that the user may
-// read it (and search it, for a directory). Returns the resolved path.
-Result<std::string> resolve_as_user(const UserCreds& creds, const std::string& path);
+inline constexpr std::chrono::seconds kUserAccessTimeout{5};
 
-// Reads a small file (at most max_bytes) with the user's permissions.
-Result<std::string> read_file_as_user(const UserCreds& creds, const std::string& path, size_t max_bytes);
+// A small regular file, read as the user. nullopt: it does not exist or the
+// user may not read it. Errors name the path: not a regular file, larger
+// than max_bytes, or the deadline passed.
+Result<std::optional<std::string>> read_file_as_user(const UserCreds& creds, const std::string& path,
+                                                     size_t max_bytes,
+                                                     std::chrono::milliseconds timeout = kUserAccessTimeout);
+
+// What the user names by path, opened by the user (symlinks followed with
+// their rights) as an O_PATH descriptor, after checking that they may read it
+// (and search it, for a directory). The descriptor cannot change meaning later;
+// path is where it was found, for messages.
+struct UserPath {
+  Fd fd;
+  std::string path;
+  bool is_directory = false;
+};
+Result<UserPath> resolve_as_user(const UserCreds& creds, const std::string& path,
+                                 std::chrono::milliseconds timeout = kUserAccessTimeout);
 
 // The user's home directory, from the password database.
 Result<std::string> home_of(uint32_t uid);

@@ -16,8 +16,10 @@ struct UserFiles {
   std::string home;
 };
 
-// user null: only the node's file (crispctl pull, as root).
-std::optional<RegistryCredential> credentials_for(const UserFiles* user, const std::string& node_file,
-                                                  const std::string& registry, const std::string& login);
+// user null: only the node's file (crispctl pull, as root). A user's file that
+// is malformed, not a regular file, too large or too slow to read is an error
+// naming it; a missing one, or one the user may not read, is skipped.
+FoundCredential credentials_for(const UserFiles* user, const std::string& node_file, const std::string& registry,
+                                const std::string& login);
 
 }  // namespace crisp

@@ -20,7 +20,7 @@ Result<ImageConfig> ImageStore::read_config(const std::string& ref, bool& presen
   return parse_image_info(info);
 }
 
-Result<ImageConfig> ImageStore::ensure(const std::string& ref, const std::optional<RegistryCredential>& auth) {
+Result<ImageConfig> ImageStore::ensure(const std::string& ref, const CredentialSource& credentials) {
   auto entry = entry_for(ref);
   uint64_t completed_before = entry->completed;
   // One holder of `pulling` at a time checks the store and pulls; the others
@@ -33,6 +33,9 @@ Result<ImageConfig> ImageStore::ensure(const std::string& ref, const std::option
     (entry->completed > completed_before ? counters_.merged : counters_.cached)++;
     return config;
   }
+  auto found = credentials ? credentials() : FoundCredential(std::optional<RegistryCredential>());
+  if (!found) return found.take_error();
+  const std::optional<RegistryCredential>& auth = *found;
   counters_.started++;
   log_info("pulling " + ref + (auth ? " as " + auth->username : ""));
   std::optional<cri::AuthConfig> cri_auth;

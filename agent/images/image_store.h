@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,8 +27,12 @@ class ImageStore {
  public:
   explicit ImageStore(CriClient& cri) : cri_(cri) {}
 
-  // Makes the image present and returns its config; auth is used only if it must be pulled.
-  Result<ImageConfig> ensure(const std::string& ref, const std::optional<RegistryCredential>& auth = std::nullopt);
+  // Credentials for a pull, looked up only when one is needed: reading a
+  // user's files costs a process, and a malformed one fails only a pull.
+  using CredentialSource = std::function<FoundCredential()>;
+
+  // Makes the image present and returns its config.
+  Result<ImageConfig> ensure(const std::string& ref, const CredentialSource& credentials = {});
   const PullCounters& counters() const { return counters_; }
 
  private:

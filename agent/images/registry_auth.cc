@@ -50,8 +50,7 @@ bool registry_matches(std::string_view key, const std::string& registry) {
   return is_hub(registry) && is_hub(host);
 }
 
-std::optional<RegistryCredential> find_in_netrc(std::string_view text, const std::string& registry,
-                                                const std::string& login) {
+FoundCredential find_in_netrc(std::string_view text, const std::string& registry, const std::string& login) {
   std::istringstream in{std::string(text)};
   std::vector<std::string> tokens;
   for (std::string t; in >> t;) tokens.push_back(t);
@@ -65,11 +64,10 @@ std::optional<RegistryCredential> find_in_netrc(std::string_view text, const std
   };
   for (size_t i = 0; i < tokens.size(); ++i) {
     const std::string& k = tokens[i];
-    bool has_value = i + 1 < tokens.size();
+    bool keyword = k == "machine" || k == "login" || k == "password";
+    if (keyword && i + 1 == tokens.size()) return fail("it ends with '" + k + "' and no value after it");
     if (k == "default") {
       close_entry();
-    } else if (!has_value) {
-      break;
     } else if (k == "machine") {
       close_entry();
       in_entry = registry_matches(tokens[++i], registry);
@@ -83,30 +81,49 @@ std::optional<RegistryCredential> find_in_netrc(std::string_view text, const std
   return found;
 }
 
-std::optional<RegistryCredential> find_in_docker_config(std::string_view json, const std::string& registry,
-                                                        const std::string& login) {
-  nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return std::nullopt;
-  auto auths = j.find("auths");
-  if (auths == j.end() || !auths->is_object()) return std::nullopt;
-  for (const auto& [key, entry] : auths->items()) {
-    if (!registry_matches(key, registry) || !entry.is_object()) continue;
-    RegistryCredential c;
-    if (auto a = entry.find("auth"); a != entry.end() && a->is_string()) {
-      auto decoded = base64_decode(a->get<std::string>());
-      if (!decoded) continue;
-      size_t colon = decoded->find(':');
-      if (colon == std::string::npos) continue;
-      c.username = decoded->substr(0, colon);
-      c.password = decoded->substr(colon + 1);
-    } else {
-      c.username = entry.value("username", "");
-      c.password = entry.value("password", "");
+namespace {
+
+// One "auths" entry of a Docker config; nullopt when it holds no username (a credential helper's).
+FoundCredential docker_entry(const nlohmann::json& entry, const std::string& key) {
+  std::string where = "auths[\"" + key + "\"]";
+  if (!entry.is_object()) return fail(where + " is not an object");
+  RegistryCredential c;
+  if (auto a = entry.find("auth"); a != entry.end()) {
+    if (!a->is_string()) return fail(where + ".auth is not a string");
+    if (a->get_ref<const std::string&>().empty()) return std::optional<RegistryCredential>();
+    auto decoded = base64_decode(a->get_ref<const std::string&>());
+    size_t colon = decoded ? decoded->find(':') : std::string::npos;
+    if (colon == std::string::npos) return fail(where + ".auth is not base64 of USER:PASSWORD");
+    c.username = decoded->substr(0, colon);
+    c.password = decoded->substr(colon + 1);
+  } else {
+    for (auto [field, out] : {std::pair{"username", &c.username}, std::pair{"password", &c.password}}) {
+      auto f = entry.find(field);
+      if (f == entry.end()) continue;
+      if (!f->is_string()) return fail(where + "." + field + " is not a string");
+      *out = f->get<std::string>();
     }
-    if (c.username.empty() || (!login.empty() && c.username != login)) continue;
-    return c;
   }
-  return std::nullopt;
+  if (c.username.empty()) return std::optional<RegistryCredential>();
+  return std::optional<RegistryCredential>(c);
+}
+
+}  // namespace
+
+FoundCredential find_in_docker_config(std::string_view json, const std::string& registry, const std::string& login) {
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  if (j.is_discarded()) return fail("not valid JSON");
+  if (!j.is_object()) return fail("not a JSON object");
+  auto auths = j.find("auths");
+  if (auths == j.end()) return std::optional<RegistryCredential>();
+  if (!auths->is_object()) return fail("\"auths\" is not an object");
+  for (const auto& [key, entry] : auths->items()) {
+    if (!registry_matches(key, registry)) continue;
+    auto c = docker_entry(entry, key);
+    if (!c) return c;
+    if (*c && (login.empty() || (*c)->username == login)) return c;
+  }
+  return std::optional<RegistryCredential>();
 }
 
 }  // namespace crisp

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/result.h"
+
 namespace crisp {
 
 struct RegistryCredential {
@@ -17,15 +19,18 @@ struct RegistryCredential {
   bool operator==(const RegistryCredential&) const = default;
 };
 
+// Both parsers take what a user wrote: they never throw, and a malformed file
+// is an error (saying what is wrong, for the caller to name the file), while
+// a file without a matching entry is nullopt.
+using FoundCredential = Result<std::optional<RegistryCredential>>;
+
 // netrc: "machine HOST login USER password PASS" (any whitespace, several
 // entries). login, when given (the image's USER@), must match.
-std::optional<RegistryCredential> find_in_netrc(std::string_view text, const std::string& registry,
-                                                const std::string& login);
+FoundCredential find_in_netrc(std::string_view text, const std::string& registry, const std::string& login);
 
 // Docker's {"auths": {"HOST": {"auth": base64(user:pass)} | {"username", "password"}}};
 // keys may carry a scheme and a path ("https://index.docker.io/v1/").
-std::optional<RegistryCredential> find_in_docker_config(std::string_view json, const std::string& registry,
-                                                        const std::string& login);
+FoundCredential find_in_docker_config(std::string_view json, const std::string& registry, const std::string& login);
 
 // The names a registry goes by in those files (Docker Hub's several).
 bool registry_matches(std::string_view key, const std::string& registry);

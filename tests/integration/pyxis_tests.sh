@@ -112,7 +112,7 @@ test_entrypoint() {
   restore_plugstack
   run as_user "${SRUN[@]}" --container-image="$REGISTRY/crisp-test/bad-entrypoint:latest" --container-entrypoint true
   expect_crisp_error "failing entrypoint" "exited before it ran the holder (it must end with exec"
-  expect "its output explains why" contains "$ERR" "its output: setup failed"
+  expect "its output explains why" contains "$ERR" "its output ends: setup failed"
 }
 
 test_environment_variables() {

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/../../dev/lib.sh"
 set +e -o pipefail
 source "$CRISP_SRC/tests/integration/lib.sh"
-for area in basics images lifecycle security pyxis multinode gpu; do
+for area in basics images lifecycle security attack pyxis multinode gpu; do
   source "$CRISP_SRC/tests/integration/${area}_tests.sh"
 done
 
@@ -33,6 +33,10 @@ t user_ids_inside
 t non_root_cannot_create_containers
 t restarted_crispd_loses_nothing
 t users_see_only_their_jobs
+t user_cannot_signal_crispd
+t swapped_mount_source_mounts_nothing_unreadable
+t malformed_credentials_answered_with_a_line
+t connection_flood_does_not_starve_steps
 t crispctl_pull
 t container_name_kept_across_steps
 t container_scope_global

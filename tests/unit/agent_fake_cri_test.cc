@@ -318,9 +318,9 @@ TEST_F(AgentTest, FailedStartLeavesNothingBehind) {
 }
 
 // What a create makes on the host before its container exists goes with a
-// failure at any later phase: here a tmpfs mount, with CreateContainer or
-// StartContainer failing.
-TEST_F(AgentTest, AFailedCreateLeavesNoTmpfsBehind) {
+// failure at any later phase: here a tmpfs and a staged clone of a user's
+// source, with CreateContainer or StartContainer failing.
+TEST_F(AgentTest, AFailedCreateLeavesNoHostMountBehind) {
   if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
   for (bool at_create : {true, false}) {
     fake_.fail_create = at_create;
@@ -329,6 +329,9 @@ TEST_F(AgentTest, AFailedCreateLeavesNoTmpfsBehind) {
     auto* m = req.add_mounts();
     m->set_tmpfs(true);
     m->set_target("/scratch");
+    auto* bind = req.add_mounts();
+    bind->set_source("/tmp");
+    bind->set_target("/data");
     auto r = steps_->create(req);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().find(at_create ? "cannot create the step's container" : "cannot start the step's container"),
@@ -415,12 +418,23 @@ TEST(CriClient, UnreachableRuntimeIsNamed) {
 
 namespace {
 
-TEST_F(AgentTest, PullSendsTheCredentialsGiven) {
-  ASSERT_TRUE(images_->ensure("127.0.0.1:5000/private:latest", crisp::RegistryCredential{"alice", "s3cret"}).ok());
+TEST_F(AgentTest, PullSendsTheCredentialsGivenAndAsksOnlyWhenPulling) {
+  int asked = 0;
+  auto alice = [&]() -> crisp::FoundCredential {
+    asked++;
+    return std::optional<crisp::RegistryCredential>(crisp::RegistryCredential{"alice", "s3cret"});
+  };
+  ASSERT_TRUE(images_->ensure("127.0.0.1:5000/private:latest", alice).ok());
   EXPECT_EQ(fake_.pull_user, "alice");
   EXPECT_EQ(fake_.pull_password, "s3cret");
+  ASSERT_TRUE(images_->ensure("127.0.0.1:5000/private:latest", alice).ok());
+  EXPECT_EQ(asked, 1) << "an image present needs no credentials";
   ASSERT_TRUE(images_->ensure("127.0.0.1:5000/public:latest").ok());
   EXPECT_EQ(fake_.pull_user, "") << "anonymous when no credentials apply";
+  auto broken = [] { return crisp::FoundCredential(crisp::fail("~/.docker/config.json: not valid JSON")); };
+  auto r = images_->ensure("127.0.0.1:5000/other:latest", broken);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), "~/.docker/config.json: not valid JSON") << "a file that cannot be read fails the pull it was for";
 }
 
 TEST_F(AgentTest, NamedContainerOutlivesItsStepAndIsJoinedByTheNext) {

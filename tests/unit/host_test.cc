@@ -7,12 +7,16 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "agent/host/entrypoint.h"
 #include "agent/host/hca_view.h"
 #include "agent/host/host_artifacts.h"
-#include "agent/host/tmpfs.h"
+#include "agent/host/host_mounts.h"
+#include "common/files.h"
 #include "agent/host/user_access.h"
 
 namespace {
@@ -45,23 +49,56 @@ TEST_F(HostTest, ReadAsUserSeesOnlyWhatTheUserMayRead) {
   write(root_ + "/secret", "root only", 0600);
   auto pub = crisp::read_file_as_user(nobody_, root_ + "/public", 100);
   ASSERT_TRUE(pub.ok()) << pub.error();
-  EXPECT_EQ(*pub, "for all");
+  EXPECT_EQ(pub->value_or("(none)"), "for all");
   auto secret = crisp::read_file_as_user(nobody_, root_ + "/secret", 100);
-  ASSERT_FALSE(secret.ok());
-  EXPECT_EQ(secret.error(), root_ + "/secret: Permission denied");
-  EXPECT_TRUE(crisp::read_file_as_user({0, 0, {}}, root_ + "/secret", 100).ok()) << "root itself may";
+  ASSERT_TRUE(secret.ok()) << secret.error();
+  EXPECT_FALSE(*secret) << "not the user's to read: nothing";
+  ASSERT_EQ(symlink((root_ + "/secret").c_str(), (root_ + "/link").c_str()), 0);
+  EXPECT_FALSE(*crisp::read_file_as_user(nobody_, root_ + "/link", 100)) << "nor through a symlink";
+  EXPECT_TRUE(*crisp::read_file_as_user({0, 0, {}}, root_ + "/secret", 100)) << "root itself may";
+  EXPECT_FALSE(*crisp::read_file_as_user(nobody_, root_ + "/missing", 100));
 }
 
-TEST_F(HostTest, ReadAsUserFollowsNoFinalSymlinkAndIsBounded) {
+TEST_F(HostTest, ReadAsUserTakesRegularFilesOnlyAndIsBounded) {
   need_root();
   write(root_ + "/big", std::string(101, 'x'), 0644);
-  ASSERT_EQ(symlink((root_ + "/big").c_str(), (root_ + "/link").c_str()), 0);
   auto big = crisp::read_file_as_user(nobody_, root_ + "/big", 100);
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.error(), root_ + "/big is larger than 100 bytes");
-  auto link = crisp::read_file_as_user(nobody_, root_ + "/link", 1000);
-  ASSERT_FALSE(link.ok()) << "a symlink as the file itself is not followed";
-  EXPECT_NE(link.error().find("Too many levels of symbolic links"), std::string::npos) << link.error();
+  ASSERT_EQ(mkfifo((root_ + "/fifo").c_str(), 0666), 0);
+  auto t0 = std::chrono::steady_clock::now();
+  auto fifo = crisp::read_file_as_user(nobody_, root_ + "/fifo", 100);
+  ASSERT_FALSE(fifo.ok()) << "a FIFO would hold the reader forever";
+  EXPECT_EQ(fifo.error(), root_ + "/fifo is not a regular file");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  auto dir = crisp::read_file_as_user(nobody_, root_, 100);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_EQ(dir.error(), root_ + " is not a regular file");
+}
+
+// The user's uid is taken by a child process only: a thread of crispd that
+// carried it could be signalled by that user, which stops the whole daemon.
+TEST_F(HostTest, NoThreadOfTheCallerEverCarriesTheUsersIds) {
+  need_root();
+  write(root_ + "/public", "x", 0644);
+  std::atomic<bool> done{false};
+  std::atomic<int> seen_non_root{0}, looks{0};
+  std::thread watcher([&] {
+    while (!done) {
+      for (const std::string& task : crisp::list_dir("/proc/self/task")) {
+        std::ifstream status("/proc/self/task/" + task + "/status");
+        for (std::string line; std::getline(status, line);)
+          if (line.rfind("Uid:", 0) == 0 && line.find("65534") != std::string::npos) seen_non_root++;
+      }
+      looks++;
+    }
+  });
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(crisp::read_file_as_user(nobody_, root_ + "/public", 10).ok());
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(crisp::resolve_as_user(nobody_, root_).ok());
+  done = true;
+  watcher.join();
+  EXPECT_GT(looks, 10);
+  EXPECT_EQ(seen_non_root, 0);
 }
 
 TEST_F(HostTest, ResolveAsUserChecksEveryStepWithTheUsersRights) {
@@ -72,12 +109,44 @@ TEST_F(HostTest, ResolveAsUserChecksEveryStepWithTheUsersRights) {
   ASSERT_EQ(symlink((root_ + "/closed/inner").c_str(), (root_ + "/open/way-in").c_str()), 0);
   auto open = crisp::resolve_as_user(nobody_, root_ + "/open/../open");
   ASSERT_TRUE(open.ok()) << open.error();
-  EXPECT_EQ(*open, root_ + "/open") << "resolved, .. and all";
+  EXPECT_EQ(open->path, root_ + "/open") << "resolved, .. and all";
+  EXPECT_TRUE(open->is_directory);
   auto in = crisp::resolve_as_user(nobody_, root_ + "/open/way-in");
   ASSERT_FALSE(in.ok()) << "a symlink into a directory the user cannot search";
-  EXPECT_NE(in.error().find("Permission denied"), std::string::npos) << in.error();
+  EXPECT_EQ(in.error(), root_ + "/open/way-in: Permission denied");
   EXPECT_FALSE(crisp::resolve_as_user(nobody_, root_ + "/missing").ok());
   EXPECT_TRUE(crisp::resolve_as_user({0, 0, {}}, root_ + "/open/way-in").ok());
+}
+
+// The attack of a swapped symlink: the user's link names their own directory
+// when it is checked, and another's when containerd would resolve it.
+TEST_F(HostTest, AStagedSourceKeepsWhatTheUserResolved) {
+  need_root();
+  ASSERT_EQ(mkdir((root_ + "/mine").c_str(), 0755), 0);
+  write(root_ + "/mine/file", "mine", 0644);
+  ASSERT_EQ(mkdir((root_ + "/theirs").c_str(), 0700), 0);
+  write(root_ + "/theirs/file", "secret", 0600);
+  ASSERT_EQ(symlink("mine", (root_ + "/link").c_str()), 0);
+  auto src = crisp::resolve_as_user(nobody_, root_ + "/link");
+  ASSERT_TRUE(src.ok()) << src.error();
+  ASSERT_EQ(unlink((root_ + "/link").c_str()), 0);
+  ASSERT_EQ(symlink("theirs", (root_ + "/link").c_str()), 0);  // swapped after the check
+  std::string mounts = root_ + "/mounts";
+  ASSERT_TRUE(crisp::make_mount_root(root_, mounts).ok());
+  auto staged = crisp::stage_user_path(mounts, 0, *src);
+  ASSERT_TRUE(staged.ok()) << staged.error();
+  std::ifstream in(*staged + "/file");
+  std::string text;
+  std::getline(in, text);
+  EXPECT_EQ(text, "mine");
+  write(root_ + "/mine/one", "1", 0644);
+  auto file = crisp::resolve_as_user(nobody_, root_ + "/mine/one");
+  ASSERT_TRUE(file.ok());
+  EXPECT_FALSE(file->is_directory);
+  auto staged_file = crisp::stage_user_path(mounts, 1, *file);
+  ASSERT_TRUE(staged_file.ok()) << staged_file.error();
+  crisp::remove_mount_root(mounts);
+  EXPECT_NE(access(mounts.c_str(), F_OK), 0) << "directory and file mount points both go";
 }
 
 TEST_F(HostTest, HomeComesFromThePasswordDatabase) {
@@ -89,22 +158,24 @@ TEST_F(HostTest, HomeComesFromThePasswordDatabase) {
   EXPECT_EQ(none.error(), "uid 4000000000 has no home directory in the password database");
 }
 
-TEST_F(HostTest, TmpfsMountsBelongToTheUserAndGoAway) {
+TEST_F(HostTest, TmpfsMountsBelongToTheUserAreBoundedAndGoAway) {
   need_root();
-  auto dirs = crisp::make_tmpfs(root_ + "/tmpfs", "7.0", 2, kNobody, kNobody);
-  ASSERT_TRUE(dirs.ok()) << dirs.error();
-  ASSERT_EQ(dirs->size(), 2u);
-  for (const std::string& d : *dirs) {
+  std::string mounts = root_ + "/tmpfs/7.0";
+  ASSERT_TRUE(crisp::make_mount_root(root_ + "/tmpfs", mounts).ok());
+  for (size_t i = 0; i < 2; ++i) {
+    auto d = crisp::make_tmpfs(mounts, i, kNobody, kNobody, "1m");
+    ASSERT_TRUE(d.ok()) << d.error();
     struct statfs fs {};
-    ASSERT_EQ(statfs(d.c_str(), &fs), 0);
-    EXPECT_EQ(fs.f_type, 0x01021994) << d << " is a tmpfs";
+    ASSERT_EQ(statfs(d->c_str(), &fs), 0);
+    EXPECT_EQ(fs.f_type, 0x01021994) << *d << " is a tmpfs";
+    EXPECT_EQ(fs.f_blocks * fs.f_bsize, 1u << 20) << "of the size asked";
     struct stat st {};
-    ASSERT_EQ(stat(d.c_str(), &st), 0);
+    ASSERT_EQ(stat(d->c_str(), &st), 0);
     EXPECT_EQ(st.st_uid, kNobody);
     EXPECT_EQ(st.st_mode & 07777, 0700u);
   }
-  crisp::remove_tmpfs(root_ + "/tmpfs/7.0");
-  EXPECT_NE(access((root_ + "/tmpfs/7.0").c_str(), F_OK), 0);
+  crisp::remove_mount_root(mounts);
+  EXPECT_NE(access(mounts.c_str(), F_OK), 0);
 }
 
 TEST_F(HostTest, HostArtifactsAreRemovedUnlessKept) {
@@ -112,22 +183,24 @@ TEST_F(HostTest, HostArtifactsAreRemovedUnlessKept) {
   std::string log = root_ + "/step.log";
   {
     crisp::HostArtifacts host;
-    ASSERT_TRUE(host.make_tmpfs(root_ + "/tmpfs", "8.0", 1, kNobody, kNobody).ok());
+    ASSERT_TRUE(host.open_mount_root(root_ + "/tmpfs", "8.0").ok());
+    ASSERT_TRUE(host.make_tmpfs(kNobody, kNobody, "1m").ok());
     ASSERT_TRUE(host.make_hca_view(root_, {}, root_ + "/hca/8.0").ok());
     write(log, "x", 0600);
     host.add_file(log);
-    EXPECT_EQ(host.tmpfs_root(), root_ + "/tmpfs/8.0");
+    EXPECT_EQ(host.mount_root(), root_ + "/tmpfs/8.0");
   }  // a create that failed: all of it goes
   EXPECT_NE(access((root_ + "/tmpfs/8.0").c_str(), F_OK), 0);
   EXPECT_NE(access((root_ + "/hca/8.0").c_str(), F_OK), 0);
   EXPECT_NE(access(log.c_str(), F_OK), 0);
   {
     crisp::HostArtifacts host;
-    ASSERT_TRUE(host.make_tmpfs(root_ + "/tmpfs", "9.0", 1, kNobody, kNobody).ok());
+    ASSERT_TRUE(host.open_mount_root(root_ + "/tmpfs", "9.0").ok());
+    ASSERT_TRUE(host.make_tmpfs(kNobody, kNobody, "1m").ok());
     host.keep();
   }  // a create that succeeded: the container owns it now
   EXPECT_EQ(access((root_ + "/tmpfs/9.0/0").c_str(), F_OK), 0);
-  crisp::remove_tmpfs(root_ + "/tmpfs/9.0");
+  crisp::remove_mount_root(root_ + "/tmpfs/9.0");
 }
 
 TEST_F(HostTest, HcaViewShowsOnlyTheChosen) {
@@ -155,11 +228,22 @@ TEST_F(HostTest, HolderEnvironmentIsReadFromProc) {
   EXPECT_FALSE(crisp::holder_environment(0).ok());
 }
 
-TEST_F(HostTest, CriLogIsReadAndRemoved) {
+TEST_F(HostTest, CriLogIsReadBoundedThenSilenced) {
   std::string path = root_ + "/c.log";
   write(path, "2026-12-02T16:42:55.1Z stdout F one\n2026-12-02T16:42:55.2Z stderr F two\nnot a log line\n", 0600);
-  EXPECT_EQ(crisp::read_cri_log(path), "one\ntwo\n");
-  EXPECT_NE(access(path.c_str(), F_OK), 0);
+  EXPECT_EQ(crisp::read_cri_log(path, 1000), "one\ntwo\n");
+  EXPECT_EQ(crisp::read_cri_log(path, 60), "two\n") << "only the end is kept; a line cut in two is dropped";
+  ASSERT_TRUE(crisp::silence_cri_log(path).ok());
+  char target[64] = {};
+  ASSERT_GT(readlink(path.c_str(), target, sizeof target - 1), 0);
+  EXPECT_EQ(std::string(target), "/dev/null") << "what the runtime writes after reopening goes nowhere";
+}
+
+TEST(CriLog, LastLinesForAnErrorMessage) {
+  EXPECT_EQ(crisp::last_lines("a\nb\nc\n", 2, 100), "b c");
+  EXPECT_EQ(crisp::last_lines("a\nb\n", 5, 100), "a b");
+  EXPECT_EQ(crisp::last_lines(std::string(50, 'x') + "\n", 1, 10), "...xxxxxxxxxx");
+  EXPECT_EQ(crisp::last_lines("", 3, 10), "");
 }
 
 TEST(CriLog, MessagesOfBothStreams) {

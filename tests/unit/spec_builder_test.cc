@@ -23,6 +23,7 @@ crisp::StepContainerInput input() {
   m.set_propagation("rslave");
   in.mounts.push_back(m);
   in.workdir = "/home/alice";
+  in.workdir_source = "/run/crisp/tmpfs/1234.0/m0";
   in.stepd_pid = 999;
   return in;
 }
@@ -92,9 +93,9 @@ TEST(SpecBuilder, WorkdirThroughASymlinkIsMountedAtBothPaths) {
   in.workdir_alias = "/home/alice";
   auto c = crisp::build_step_container(in, node);
   ASSERT_EQ(c.mounts_size(), 4);
-  EXPECT_EQ(c.mounts(2).host_path(), "/data/home/alice");
+  EXPECT_EQ(c.mounts(2).host_path(), "/run/crisp/tmpfs/1234.0/m0") << "the staged clone, never the user's path";
   EXPECT_EQ(c.mounts(2).container_path(), "/data/home/alice");
-  EXPECT_EQ(c.mounts(3).host_path(), "/data/home/alice");
+  EXPECT_EQ(c.mounts(3).host_path(), "/run/crisp/tmpfs/1234.0/m0");
   EXPECT_EQ(c.mounts(3).container_path(), "/home/alice");
 }
 

@@ -1,0 +1,32 @@
+// The host mounts a container's spec names, under one root directory per
+// container (base/key) that goes when the container does:
+// - tmpfs sources of --container-mounts ("0", "1", ...): CRI has no tmpfs
+//   mount type, so crispd mounts each on the host and CRI bind-mounts it in;
+// - clones of what the user resolved as a mount source ("m0", "m1", ...):
+//   containerd resolves a CRI mount's path again, as root, and creates it when
+//   missing, so it gets a path in root's directory that cannot change meaning
+//   whatever the user then does to theirs.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/host/user_access.h"
+#include "common/result.h"
+
+namespace crisp {
+
+// The path predates staged mounts: containers made then still name it.
+inline constexpr const char* kMountsBase = "/run/crisp/tmpfs";
+
+// Makes base (0700) and root = base/key afresh (a leftover of a crashed crispd goes first).
+Status make_mount_root(const std::string& base, const std::string& root);
+// A tmpfs owned by uid:gid (mode 0700) at root/INDEX; size in tmpfs's terms ("4g", "10%").
+Result<std::string> make_tmpfs(const std::string& root, size_t index, uint32_t uid, uint32_t gid, const std::string& size);
+// A clone (recursive, like rbind) of the mount the user resolved, at root/mINDEX.
+Result<std::string> stage_user_path(const std::string& root, size_t index, const UserPath& source);
+// Unmounts and removes everything under root, then root.
+void remove_mount_root(const std::string& root);
+
+}  // namespace crisp

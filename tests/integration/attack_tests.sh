@@ -1,0 +1,132 @@
+# Attacks on crispd by the test user, each of which must fail safely: refused
+# or harmless, crispd up and serving the next step, nothing left behind.
+# Sourced by run.sh.
+
+crispd_pid() { cat "$RUN/crispd.pid"; }
+# crispd_alive PID: the same crispd still runs, and is not stopped.
+crispd_alive() { [[ -d /proc/$1 ]] && ! grep -q '^State:[[:space:]]*T' "/proc/$1/status"; }
+# After an attack that may have stopped or killed crispd: it runs again, as it was.
+recover_crispd() {
+  kill -CONT "$(crispd_pid)" 2>/dev/null
+  crispd_answers || start_crispd
+}
+next_step_runs() { as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" true 2>/dev/null; }
+
+# Hole 1: a thread that takes a user's credentials can be signalled by that
+# user, and a FIFO as a credentials file would hold it open for ever.
+test_user_cannot_signal_crispd() {
+  local home=/home/$TEST_USER pid; pid=$(crispd_pid)
+  rm -rf "$home/.config/enroot" "$home/.docker"
+  as_user mkdir -p "$home/.config/enroot" "$home/.docker"
+  as_user mkfifo "$home/.config/enroot/.credentials" "$home/.docker/config.json"
+  drop_private_image
+  # The user signals every thread of crispd, again and again, for as long as the step takes.
+  as_user bash -c 'hits=0; end=$((SECONDS + 8)); while ((SECONDS < end)); do
+      for t in /proc/'"$pid"'/task/*; do kill -STOP "${t##*/}" 2>/dev/null && hits=$((hits + 1)); kill -KILL "${t##*/}" 2>/dev/null && hits=$((hits + 1)); done
+    done; echo "$hits"' >/tmp/crisp-it.hits 2>/dev/null &
+  local attacker=$!
+  local t0=$SECONDS
+  run as_user "${SRUN[@]}" --container-image="$PRIVATE_IMAGE" true
+  expect_crisp_error "a FIFO as the credentials file" "$home/.config/enroot/.credentials is not a regular file"
+  expect "answered at once (in $((SECONDS - t0)) s)" equals "$((SECONDS - t0 < 10))" 1
+  wait "$attacker"
+  expect "no signal reached crispd ($(cat /tmp/crisp-it.hits) did)" equals "$(cat /tmp/crisp-it.hits)" 0
+  expect "crispd runs on, not stopped" crispd_alive "$pid"
+  recover_crispd
+  rm -rf "$home/.config/enroot" "$home/.docker"
+  expect "the next step runs" next_step_runs
+}
+
+# Hole 2: a source checked as the user, then, while the image is pulled, its
+# directory swapped for a symlink to what the user cannot read, or to a place
+# where the source does not exist (which containerd would create, as root).
+test_swapped_mount_source_mounts_nothing_unreadable() {
+  local tag=swap-$RANDOM$RANDOM name=made-by-root-$RANDOM
+  push_unique_image "crisp-test/busybox:$tag" 1
+  python3 "$CRISP_SRC/tests/integration/slow_registry.py" 5001 5000 3 2>"$LOGS/slow-registry.log" &
+  local proxy=$!
+  wait_until 10 curl -sf -o /dev/null http://127.0.0.1:5001/v2/
+  # Readable in itself, but inside a directory the user cannot search.
+  mkdir -p /var/tmp/crisp-it/secret/inner && echo top-secret >/var/tmp/crisp-it/secret/inner/file
+  chmod 0755 /var/tmp/crisp-it/secret/inner && chmod 0644 /var/tmp/crisp-it/secret/inner/file
+  as_user mkdir -p "$WORK/d1" "$WORK/d2/$name"
+  echo mine | as_user tee "$WORK/d1/file" >/dev/null
+  as_user "${SRUN[@]}" --container-image="127.0.0.1:5001/crisp-test/busybox:$tag" \
+    --container-mounts="$WORK/d1:/m,$WORK/d2/$name:/m2" sh -c 'cat /m/file; ls /m2' >/tmp/crisp-it.swap 2>&1 &
+  local srun=$!
+  sleep 2  # crispd has checked both; the pull takes seconds more
+  as_user mv "$WORK/d1" "$WORK/d1.old"
+  as_user ln -s /var/tmp/crisp-it/secret/inner "$WORK/d1"
+  as_user mv "$WORK/d2" "$WORK/d2.old"
+  as_user ln -s /var/tmp/crisp-it "$WORK/d2"
+  wait "$srun"
+  kill "$proxy"; wait "$proxy" 2>/dev/null
+  expect "the step ran with what the user checked" contains "$(cat /tmp/crisp-it.swap)" "mine"
+  expect "not the secret" lacks "$(cat /tmp/crisp-it.swap)" "top-secret"
+  expect "root created no missing source" test ! -e "/var/tmp/crisp-it/$name"
+  rm -rf "/var/tmp/crisp-it/$name"
+}
+
+# Hole 3: malformed credentials files, each answered with one line naming it.
+test_malformed_credentials_answered_with_a_line() {
+  local home=/home/$TEST_USER pid; pid=$(crispd_pid)
+  local docker=$home/.docker/config.json netrc=$home/.config/enroot/.credentials
+  drop_private_image
+  local -A cases=(
+    ['{"auths":{"127.0.0.1:5002":{"username":1}}}']='auths["127.0.0.1:5002"].username is not a string'
+    ['{"auths":{"127.0.0.1:5002":{"auth":5}}}']='auths["127.0.0.1:5002"].auth is not a string'
+    ['{"auths":[1]}']='"auths" is not an object'
+    ['[]']='not a JSON object'
+    ['{"auths":']='not valid JSON'
+  )
+  local json
+  for json in "${!cases[@]}"; do
+    rm -rf "$home/.config/enroot" "$home/.docker"
+    as_user mkdir -p "$home/.docker"
+    printf '%s' "$json" | as_user tee "$docker" >/dev/null
+    run as_user "${SRUN[@]}" --container-image="$PRIVATE_IMAGE" true
+    expect_crisp_error "config.json $json" "$docker: ${cases[$json]}; fix or remove it"
+  done
+  rm -rf "$home/.docker"
+  as_user mkdir -p "$home/.config/enroot"
+  printf 'machine %s login' "$AUTH_REGISTRY" | as_user tee "$netrc" >/dev/null
+  run as_user "${SRUN[@]}" --container-image="$PRIVATE_IMAGE" true
+  expect_crisp_error "a netrc cut short" "$netrc: it ends with 'login' and no value after it"
+  rm -rf "$home/.config/enroot"
+  expect "the same crispd runs on" crispd_alive "$pid"
+  expect "the next step runs" next_step_runs
+}
+
+# Hole 6: a user holding a thousand connections, and sending a huge frame header.
+test_connection_flood_does_not_starve_steps() {
+  local pid; pid=$(crispd_pid)
+  as_user python3 - "$CRISPD_SOCK" crisp-it-flood >/tmp/crisp-it.flood 2>&1 <<'EOF' &
+import socket, struct, sys, time
+big = socket.socket(socket.AF_UNIX)
+big.connect(sys.argv[1])
+big.sendall(struct.pack(">I", 4 << 20))
+held = []
+for _ in range(1000):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(sys.argv[1])
+        held.append(s)
+    except OSError:
+        pass
+print("held", len(held), flush=True)
+time.sleep(20)
+EOF
+  local flood=$!
+  wait_until 20 grep -q held /tmp/crisp-it.flood
+  local t0=$SECONDS
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" echo served
+  expect "a containerized step runs meanwhile" equals "$OUT" served
+  expect "promptly ($((SECONDS - t0)) s)" equals "$((SECONDS - t0 < 15))" 1
+  run as_user "${CRISPCTL[@]}" ps
+  expect "the flooding user is refused, with a line" contains "$OUT$ERR" "too many connections"
+  pkill -u "$TEST_USER" -f crisp-it-flood; wait "$flood" 2>/dev/null
+  expect "the same crispd runs on" crispd_alive "$pid"
+  expect "it says why it refused" grep -q "refused a connection of uid $(id -u "$TEST_USER")" "$LOGS/crispd.log"
+  expect "and the huge frame" grep -q "exceeds the limit of 65536" "$LOGS/crispd.log"
+  expect "the user is served again once it lets go" wait_until 15 as_user "${CRISPCTL[@]}" ps >/dev/null 2>&1
+}
