@@ -53,6 +53,13 @@ bool valid_digest(std::string_view d) {
   return true;
 }
 
+// What follows '@' is meant as a digest (valid or not) when it starts with an algorithm.
+bool names_a_digest(std::string_view s) {
+  for (std::string_view algo : {"sha256:", "sha384:", "sha512:"})
+    if (starts_with(s, algo)) return true;
+  return false;
+}
+
 bool valid_registry(std::string_view r) {
   if (r.empty()) return false;
   size_t colon = r.rfind(':');
@@ -110,9 +117,21 @@ Result<ImageRef> parse_image_ref(std::string_view text) {
       if (ref.user.empty()) return bad(text, "the user before '@' is empty");
     }
     if (!valid_registry(head)) return bad(text, "'" + std::string(head) + "' is not a registry host[:port]");
+    // Written REGISTRY/IMAGE for containerd, a bare name would be read as a Docker Hub user's.
+    if (!looks_like_registry(head))
+      return bad(text, "registry '" + std::string(head) + "' needs a dot or a port (" + std::string(head) +
+                           ".example.com, " + std::string(head) + ":5000) or must be localhost");
     ref.registry = head;
   } else {
     path = rest;
+    // enroot's USER@IMAGE without a registry: a bare user name, then '@' and no digest.
+    size_t at = rest.find('@');
+    if (at != std::string_view::npos && !names_a_digest(rest.substr(at + 1)) &&
+        rest.substr(0, at).find_first_of("/:") == std::string_view::npos) {
+      ref.user = rest.substr(0, at);
+      if (ref.user.empty()) return bad(text, "the user before '@' is empty");
+      path = rest.substr(at + 1);
+    }
   }
 
   size_t at = path.find('@');

@@ -67,6 +67,23 @@ else
 fi
 echo "unit (sanitized): $san_pass passed, $san_fail failed"
 
+# Every parser a user or an image feeds, under libFuzzer (ASan + UBSan): a
+# short run from the seed corpus, one test per target (tests/fuzz/run.sh).
+say "fuzz smoke"
+fuzz_runs=20000
+"$CRISP_SRC/tests/fuzz/run.sh" "$fuzz_runs" >"$results/fuzz.log" 2>&1
+fuzz_rows=0
+while IFS='|' read -r _ name execs crashes _; do
+  name=${name// /} execs=${execs// /} crashes=${crashes// /}
+  fuzz_rows=$((fuzz_rows + 1))
+  if [[ $execs == "$fuzz_runs" && $crashes == 0 ]]; then
+    san_pass=$((san_pass + 1)); printf 'ok     %-32s (fuzz, %s runs)\n' "fuzz_$name" "$execs"
+  else
+    san_fail=$((san_fail + 1)); echo "FAILED fuzz_$name: $execs runs, $crashes crashes (see $results/fuzz.log)"
+  fi
+done < <(grep -E '^\| [a-z_]+ +\|' "$results/fuzz.log" | grep -v '^| target')
+((fuzz_rows == 0)) && { san_fail=$((san_fail + 1)); echo "FAILED: the fuzz targets did not build or run"; tail -5 "$results/fuzz.log"; }
+
 say "bringing up the local cluster"
 it_pass=0 it_fail=1
 if "$CRISP_SRC/dev/up.sh" --no-demo; then

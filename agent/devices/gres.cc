@@ -35,7 +35,10 @@ Result<std::vector<unsigned>> parse_ranges(std::string_view text, std::vector<st
     };
     if (!digits(lo) || !digits(hi)) return fail("bad range '" + part + "'");
     unsigned a = static_cast<unsigned>(std::stoul(lo)), b = static_cast<unsigned>(std::stoul(hi));
-    if (b < a || b - a > 4096) return fail("bad range '" + part + "'");
+    if (b < a || b - a >= kMaxGpuIndices) return fail("bad range '" + part + "'");
+    // Bounded in all: ranges repeated ("0-1000,0-1000,...") must not expand without end.
+    if (out.size() + (b - a + 1) > kMaxGpuIndices)
+      return fail("more than " + std::to_string(kMaxGpuIndices) + " entries");
     for (unsigned i = a; i <= b; ++i) {
       out.push_back(i);
       if (padded) {
@@ -76,6 +79,8 @@ Result<std::vector<std::string>> expand_device_range(std::string_view pattern) {
     return fail("in '" + std::string(pattern) + "': " + r.error());
   auto rest = expand_device_range(pattern.substr(rb + 1));
   if (!rest) return rest;
+  if (numbers.size() * rest->size() > kMaxGpuIndices)
+    return fail("'" + std::string(pattern) + "' names more than " + std::to_string(kMaxGpuIndices) + " files");
   std::vector<std::string> out;
   for (const std::string& n : numbers)
     for (const std::string& r : *rest) out.push_back(std::string(pattern.substr(0, lb)) + n + r);

@@ -11,6 +11,10 @@
 
 namespace crisp {
 
+// The most entries a range list or a File= pattern may expand to: more GPUs
+// (or files) than any node has, few enough that a forged list costs nothing.
+inline constexpr size_t kMaxGpuIndices = 1024;
+
 // "/dev/nvidia[0-3,5]" -> /dev/nvidia0 ... /dev/nvidia3, /dev/nvidia5 (zero padding kept).
 Result<std::vector<std::string>> expand_device_range(std::string_view pattern);
 

@@ -5,6 +5,20 @@
 
 namespace {
 
+// SLURM_STEP_GPUS is in the job's environment, which the user writes:
+// "0-1000," repeated must not become millions of entries.
+TEST(Gres, IndexListsAreBounded) {
+  std::string forged;
+  for (int i = 0; i < 1000; ++i) forged += "0-1000,";
+  forged += "0";
+  auto r = crisp::parse_index_list(forged);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("more than 1024 entries"), std::string::npos) << r.error();
+  EXPECT_TRUE(crisp::parse_index_list("0-1023").ok());
+  EXPECT_FALSE(crisp::parse_index_list("0-1024").ok());
+  EXPECT_FALSE(crisp::expand_device_range("/dev/x[0-999][0-999]").ok()) << "a pattern that names a million files";
+}
+
 TEST(Gres, RangesExpandInOrderWithPadding) {
   auto r = crisp::expand_device_range("/dev/nvidia[0-2,5]");
   ASSERT_TRUE(r.ok()) << r.error();

@@ -32,6 +32,28 @@ TEST(ImageRef, EnrootForm) {
   EXPECT_EQ(r->registry, "nvcr.io");
   EXPECT_EQ(r->canonical(), "nvcr.io/nvidia/pytorch:24.05-py3");
   EXPECT_EQ(canon("docker://127.0.0.1:5000#busybox"), "127.0.0.1:5000/busybox:latest");
+  EXPECT_EQ(canon("localhost#x/y"), "localhost/x/y:latest");
+}
+
+TEST(ImageRef, EnrootUserWithoutRegistry) {
+  auto r = parse_image_ref("alice@ubuntu:22.04");
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->user, "alice");
+  EXPECT_EQ(r->canonical(), "docker.io/library/ubuntu:22.04");
+  EXPECT_EQ(parse_image_ref("alice@nvidia/cuda")->canonical(), "docker.io/nvidia/cuda:latest");
+}
+
+// Found by the fuzzer: "alice0-2#x" became "alice0-2/x", which containerd
+// reads as Docker Hub's user alice0-2, another image than the one asked for.
+TEST(ImageRef, AnEnrootRegistryMustReadAsOneAgain) {
+  auto r = parse_image_ref("alice0-2#crisp-test/private");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("registry 'alice0-2' needs a dot or a port"), std::string::npos) << r.error();
+  for (const char* s : {"nvcr.io#nvidia/pytorch:24.05-py3", "localhost#x", "u@127.0.0.1:5002#a/b", "alice@ubuntu"}) {
+    auto ref = parse_image_ref(s);
+    ASSERT_TRUE(ref.ok()) << s;
+    EXPECT_EQ(parse_image_ref(ref->canonical())->canonical(), ref->canonical()) << s;
+  }
 }
 
 TEST(ImageRef, DigestPinsWithoutTag) {
