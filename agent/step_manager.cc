@@ -17,9 +17,14 @@ std::shared_ptr<std::shared_mutex> StepManager::slot(uint64_t key) {
   return m;
 }
 
+// Only when no other thread holds or waits on it (the map's reference and the
+// caller's are all): a mutex erased under a waiter would let a newcomer take a
+// second one for the same job. slot() copies under locks_mu_, so the count
+// cannot grow while it is read here.
 void StepManager::forget_job_lock(uint32_t job_id) {
   std::lock_guard lock(locks_mu_);
-  locks_.erase(job_id);
+  auto it = locks_.find(job_id);
+  if (it != locks_.end() && it->second.use_count() <= 2) locks_.erase(it);
 }
 
 SlotLock<std::unique_lock<std::shared_mutex>> StepManager::lock_job(uint32_t job_id) { return SlotLock<std::unique_lock<std::shared_mutex>>(slot(job_id)); }

@@ -35,6 +35,16 @@ std::optional<std::string> env_value(const std::vector<std::string>& env, std::s
   return std::nullopt;
 }
 
+namespace {
+
+// Slurm's and the process manager's variables are the job's: an image may not
+// set them (a forged SLURM_JOB_ID or PMIX_SERVER_URI misleads every task).
+bool slurms(const std::string& name) {
+  return starts_with(name, "SLURM_") || starts_with(name, "PMIX_") || starts_with(name, "PMI_");
+}
+
+}  // namespace
+
 std::vector<EnvEdit> merge_env(const std::vector<std::string>& image_env,
                                const std::vector<std::string>& job_env,
                                const std::vector<std::string>& keep) {
@@ -46,7 +56,7 @@ std::vector<EnvEdit> merge_env(const std::vector<std::string>& image_env,
 
   std::vector<EnvEdit> edits;
   for (const auto& [name, value] : image) {
-    if (kept(name)) continue;
+    if (kept(name) || slurms(name)) continue;
     auto it = job.find(name);
     if (it == job.end() || it->second != value) edits.push_back({name, value});
   }

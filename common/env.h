@@ -1,6 +1,7 @@
 // How the image's environment and the job's combine in each task, as in Pyxis:
 // the image's values win, except for the names the user lists in
-// --container-env; host library paths (LD_*) are dropped; PATH comes from the image.
+// --container-env and Slurm's and PMIx's own (SLURM_*, PMIX_*, PMI_*), which
+// stay the job's; host library paths (LD_*) are dropped; PATH comes from the image.
 #pragma once
 
 #include <optional>

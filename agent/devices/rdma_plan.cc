@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
-#include <fstream>
 
 #include "common/files.h"
 #include "common/strings.h"
@@ -19,9 +18,11 @@ std::string real_path(const std::string& p) {
 }
 
 int numa_of(const std::string& device_path) {
-  std::ifstream f(device_path + "/numa_node");
-  int n = -1;
-  return f >> n ? n : -1;
+  auto text = read_text(device_path + "/numa_node", 64);
+  if (!text) return -1;
+  char* end = nullptr;
+  long n = std::strtol(text->c_str(), &end, 10);
+  return end != text->c_str() && n >= -1 && n < 1 << 16 ? static_cast<int>(n) : -1;
 }
 
 // PCI components of a device path: /sys/devices/pci0000:00/0000:00:02.0/0000:03:00.0 -> {0000:00:02.0, 0000:03:00.0}.

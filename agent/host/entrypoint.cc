@@ -1,15 +1,16 @@
 #include "agent/host/entrypoint.h"
 
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
-#include <fstream>
 #include <mutex>
 #include <thread>
 
+#include "common/fd.h"
 #include "common/files.h"
 #include "common/strings.h"
 
@@ -77,13 +78,15 @@ std::string read_cri_log(const std::string& path, size_t max_bytes) {
     last = size;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  std::ifstream f(path);
+  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   bool cut = last > static_cast<off_t>(max_bytes);
-  if (cut) f.seekg(last - static_cast<off_t>(max_bytes));
-  std::string out, line, message;
-  if (cut) std::getline(f, line);  // the rest of a line cut in two
-  while (std::getline(f, line))
-    if (parse_cri_log_line(line, message)) out += message + "\n";
+  if (!fd || (cut && lseek(fd.get(), last - static_cast<off_t>(max_bytes), SEEK_SET) < 0)) return "";
+  auto text = read_up_to(fd.get(), max_bytes);
+  if (!text) return "";
+  std::vector<std::string> lines = split(*text, '\n');
+  std::string out, message;
+  for (size_t i = cut ? 1 : 0; i < lines.size(); ++i)  // a line cut in two is dropped
+    if (parse_cri_log_line(lines[i], message)) out += message + "\n";
   return out;
 }
 

@@ -41,6 +41,7 @@ class FakeCri final : public cri::RuntimeService::Service, public cri::ImageServ
   std::atomic<int> pulls{0};
   std::chrono::milliseconds pull_delay{0};
   std::chrono::milliseconds start_delay{0};
+  std::atomic<int> list_delay_ms{0};
   std::atomic<int> starting{0}, most_starting{0};
   bool fail_start = false;
   bool fail_create = false;
@@ -126,6 +127,7 @@ class FakeCri final : public cri::RuntimeService::Service, public cri::ImageServ
   }
   grpc::Status ListContainers(grpc::ServerContext*, const cri::ListContainersRequest* req,
                               cri::ListContainersResponse* resp) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(list_delay_ms.load()));
     std::lock_guard l(mu);
     for (const auto& [id, c] : containers)
       if (matches(c.labels(), req->filter().label_selector()) &&
@@ -417,6 +419,31 @@ TEST(CriClient, UnreachableRuntimeIsNamed) {
 }  // namespace
 
 namespace {
+
+// A job's mutex leaves the map at the job's end, but not while another thread
+// waits on it: that thread and a newcomer would each hold "the" job's lock.
+TEST_F(AgentTest, AJobsLockOutlivesItsEndWhileAThreadWaitsOnIt) {
+  fake_.list_delay_ms = 200;
+  std::thread release([&] { (void)steps_->release_job(5); });
+  std::this_thread::sleep_for(50ms);  // the release holds job 5's lock
+  std::atomic<bool> waiter_in{false};
+  std::thread waiter([&] {
+    auto l = steps_->lock_job(5);
+    waiter_in = true;
+    std::this_thread::sleep_for(300ms);
+    waiter_in = false;
+  });
+  release.join();
+  fake_.list_delay_ms = 0;
+  std::this_thread::sleep_for(50ms);  // the waiter has it now
+  bool overlap = false;
+  {
+    auto l = steps_->lock_job(5);
+    overlap = waiter_in;
+  }
+  waiter.join();
+  EXPECT_FALSE(overlap) << "a newcomer took job 5's lock while the waiter held it";
+}
 
 TEST_F(AgentTest, PullSendsTheCredentialsGivenAndAsksOnlyWhenPulling) {
   int asked = 0;

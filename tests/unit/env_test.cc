@@ -28,6 +28,14 @@ TEST(Env, ImageWinsAndPathComesFromImage) {
   EXPECT_FALSE(edit_for(edits, "SLURM_PROCID").has_value()) << "job variables stay as they are";
 }
 
+TEST(Env, AnImageCannotSetSlurmsOrPmixsVariables) {
+  auto edits = merge_env({"SLURM_JOB_ID=1", "PMIX_SERVER_URI=tcp://evil", "PMI_FD=9", "SLURM_NEW=x", "LANG=C"},
+                         {"SLURM_JOB_ID=42", "PMIX_SERVER_URI=unix:/run/pmix"}, {});
+  for (const char* name : {"SLURM_JOB_ID", "PMIX_SERVER_URI", "PMI_FD", "SLURM_NEW"})
+    EXPECT_FALSE(edit_for(edits, name).has_value()) << name << " stays the job's";
+  EXPECT_EQ(edit_for(edits, "LANG"), std::optional<std::string>("C"));
+}
+
 TEST(Env, ContainerEnvNamesKeepTheJobValue) {
   auto edits = merge_env({"LANG=C.UTF-8", "PATH=/img"}, {"LANG=en_US", "PATH=/host"}, {"LANG", "PATH"});
   EXPECT_FALSE(edit_for(edits, "LANG").has_value());
