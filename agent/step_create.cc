@@ -17,6 +17,7 @@
 #include "agent/host/user_access.h"
 #include "agent/images/credentials.h"
 #include "agent/step_manager.h"
+#include "common/files.h"
 #include "common/image_ref.h"
 #include "common/log.h"
 #include "common/mount_spec.h"
@@ -156,9 +157,12 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   // A slurmstepd that gave up waiting (or died) will never use nor release this.
   if (!plan.named && req.stepd_pid() > 0 && kill(req.stepd_pid(), 0) != 0 && errno == ESRCH)
     return fail("slurmstepd " + std::to_string(req.stepd_pid()) + " exited while its container was made");
+  auto started = process_start_time(plan.pid);
+  if (!started) return fail("the step's container exited as it was made: " + started.error());
   guard.keep();
   host.keep();
   plan.out.set_holder_pid(plan.pid);
+  plan.out.set_holder_start_time(*started);
   plan.out.set_container_id(plan.container_id);
   return finish(req, plan.out, plan.named ? "created named" : "created", clock);
 }
@@ -217,9 +221,12 @@ Result<std::optional<v1::CreateStepResponse>> StepManager::join_named(const JobI
 Result<v1::CreateStepResponse> StepManager::attach(const cri::Container& c, const v1::CreateStepRequest& req) {
   auto pid = holder_pid(c.id());
   if (!pid) return fail("the container named " + req.name() + " cannot be joined: " + pid.error());
+  auto started = process_start_time(*pid);
+  if (!started) return fail("the container named " + req.name() + " cannot be joined: " + started.error());
   v1::CreateStepResponse out;
   out.set_attached(true);
   out.set_holder_pid(*pid);
+  out.set_holder_start_time(*started);
   out.set_container_id(c.id());
   std::string image = labels::value_of(c.labels(), labels::kImage);
   out.set_image(image);

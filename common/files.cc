@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <memory>
+#include <sstream>
 
 #include "common/fd.h"
 #include "common/strings.h"
@@ -42,6 +44,19 @@ Result<std::string> read_text(const std::string& path, size_t max_bytes) {
   if (!data) return fail("cannot read " + path + ": " + data.error());
   if (data->size() > max_bytes) return fail(path + " is larger than " + std::to_string(max_bytes) + " bytes");
   return data;
+}
+
+Result<uint64_t> process_start_time(int pid) {
+  auto stat = read_text("/proc/" + std::to_string(pid) + "/stat", 4096);
+  if (!stat) return stat.take_error();
+  // The command name (field 2) may hold spaces and parentheses: count after the last ')'.
+  size_t p = stat->rfind(')');
+  if (p == std::string::npos) return fail("process " + std::to_string(pid) + ": malformed stat");
+  std::istringstream rest(stat->substr(p + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && rest >> field; ++i)
+    if (i == 22) return static_cast<uint64_t>(std::strtoull(field.c_str(), nullptr, 10));
+  return fail("process " + std::to_string(pid) + ": malformed stat");
 }
 
 }  // namespace crisp

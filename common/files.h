@@ -2,6 +2,7 @@
 // Files a user controls are read through agent/host/user_access.h instead.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,5 +19,9 @@ Result<std::string> read_up_to(int fd, size_t limit);
 
 // The whole file, at most max_bytes (larger: an error naming the file).
 Result<std::string> read_text(const std::string& path, size_t max_bytes = 16u << 20);
+
+// When process pid started (field 22 of /proc/PID/stat, clock ticks after
+// boot): with the pid, it names one process, whatever pid reuse brings.
+Result<uint64_t> process_start_time(int pid);
 
 }  // namespace crisp

@@ -12,6 +12,7 @@
 #include <climits>
 #include <string>
 
+#include "common/files.h"
 #include "common/strings.h"
 
 // glibc 2.36's <sys/mount.h> and <linux/mount.h> clash; the syscalls need only these.
@@ -46,11 +47,21 @@ Status make_dirs(const std::string& path) {
 
 }  // namespace
 
-Result<Fd> open_holder_mount_ns(int holder_pid, const char* holder_path_inside) {
+Result<Fd> open_holder_mount_ns(int holder_pid, uint64_t start_time, const char* holder_path_inside) {
+  const Error gone = fail("the step's container exited before its tasks could join it");
+  // A pidfd, then the start time: if they match crispd's, the pidfd is the
+  // holder's, not that of a process which got its pid after it exited.
+  Fd pidfd(static_cast<int>(syscall(SYS_pidfd_open, holder_pid, 0)));
+  if (!pidfd) return gone;
+  if (start_time != 0) {
+    auto started = process_start_time(holder_pid);
+    if (!started || *started != start_time) return gone;
+  }
   std::string proc = "/proc/" + std::to_string(holder_pid);
   Fd fd(open((proc + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return fail("cannot open the container's mount namespace: " + errno_text(errno));
-  // Checked after the open: the fd then surely belongs to the holder.
+  // Still alive after the open: /proc/PID was the holder's when it was opened.
+  if (syscall(SYS_pidfd_send_signal, pidfd.get(), 0, nullptr, 0) != 0) return gone;
   char exe[PATH_MAX];
   ssize_t n = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
   if (n < 0 || std::string(exe, static_cast<size_t>(n)) != holder_path_inside)
@@ -94,9 +105,20 @@ Status attach_tree(int tree_fd, const std::string& target) {
   return result;  // closing lock_fd releases the lock
 }
 
+namespace {
+
+// Keeps the task non-dumpable however the remap ends: until it execs, it
+// holds slurmstepd's memory, which a process of the user's may not read.
+struct NotDumpableAfter {
+  ~NotDumpableAfter() { (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
+};
+
+}  // namespace
+
 Status remap_to_root(uint32_t uid, uint32_t gid) {
   // slurmstepd's setuid left the task non-dumpable, so its /proc files are
-  // root's; the exec that follows would make it dumpable anyway.
+  // root's and it could not write its own maps: dumpable only while it does.
+  NotDumpableAfter restore;
   if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return fail("prctl(PR_SET_DUMPABLE): " + errno_text(errno));
   if (unshare(CLONE_NEWUSER) != 0)
     return fail("--container-remap-root needs unprivileged user namespaces, which this node does not allow (" +

@@ -10,9 +10,10 @@
 
 namespace crisp {
 
-// Opens the holder's mount namespace and checks that pid still runs the
-// holder (not a process that reused its pid).
-Result<Fd> open_holder_mount_ns(int holder_pid, const char* holder_path_inside);
+// Opens the holder's mount namespace. Its pid and start time (as crispd read
+// them) name the holder alone, never a process that got its pid after it
+// exited; start_time 0 (an older crispd): only its executable is checked.
+Result<Fd> open_holder_mount_ns(int holder_pid, uint64_t start_time, const char* holder_path_inside);
 
 // setns() into it, then no_new_privs so setuid files in the image grant nothing.
 Status join_mount_ns(int ns_fd);

@@ -97,7 +97,7 @@ int remote_init_post_opt(spank_t sp) {
   }
   st.created = true;
   st.container = resp->create_step();
-  auto fd = open_holder_mount_ns(st.container.holder_pid(), kHolderTarget);
+  auto fd = open_holder_mount_ns(st.container.holder_pid(), st.container.holder_start_time(), kHolderTarget);
   if (!fd) {
     hold_error(st, fd.error());
     return 0;

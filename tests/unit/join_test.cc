@@ -8,12 +8,16 @@
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstddef>
 #include <string>
+
+#include "common/files.h"
 
 namespace {
 
@@ -51,6 +55,48 @@ TEST(RemapRoot, ForbiddenUserNamespacesGiveOneClearLine) {
   EXPECT_EQ(std::string(buf),
             "--container-remap-root needs unprivileged user namespaces, which this node does not allow (Operation not "
             "permitted); run without it or ask your administrator");
+}
+
+// The task holds slurmstepd's memory until it execs: dumpable, a process of
+// the user's could ptrace it and read that memory. Only the map writing needs it.
+TEST(RemapRoot, TheTaskIsNotDumpableAfterward) {
+  for (bool allowed : {true, false}) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) _exit(10);  // as slurmstepd's setuid leaves it
+      if (!allowed) forbid_unshare();
+      auto s = crisp::remap_to_root(getuid(), getgid());
+      if (allowed && !s) _exit(11);
+      _exit(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0 ? 0 : 12);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << (allowed ? "after a remap" : "after a failed one") << " (12: still dumpable)";
+  }
+}
+
+// The holder's pid may be reused once it exits; a task must never join the
+// mount namespace of whatever process has it then (as root, before setuid).
+TEST(JoinHolder, PidAndStartTimeNameTheHolderAlone) {
+  char self[PATH_MAX] = {};
+  ASSERT_GT(readlink("/proc/self/exe", self, sizeof self - 1), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  auto started = crisp::process_start_time(child);
+  ASSERT_TRUE(started.ok()) << started.error();
+  EXPECT_TRUE(crisp::open_holder_mount_ns(child, *started, self).ok());
+  auto other = crisp::open_holder_mount_ns(child, *started + 1, self);
+  ASSERT_FALSE(other.ok()) << "another start time: another process with that pid";
+  EXPECT_EQ(other.error(), "the step's container exited before its tasks could join it");
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_FALSE(crisp::open_holder_mount_ns(child, *started, self).ok()) << "it exited";
 }
 
 }  // namespace
