@@ -16,6 +16,7 @@
 #include "agent/images/image_store.h"
 #include "agent/reconcile.h"
 #include "agent/server.h"
+#include "agent/slurm_jobs.h"
 #include "agent/step_manager.h"
 #include "common/client.h"
 #include "common/log.h"
@@ -45,6 +46,8 @@ struct Flags {
   std::string registry_auth;
   std::string hca_policy = "all";
   std::string tmpfs_size = "25%";
+  std::string private_images = "private";
+  std::string private_list = "/var/lib/crisp/private-images";
   std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
   crisp::DeviceRoots device_roots;
   int call_timeout = 30, pull_timeout = 1800, sweep_interval = 30, sandbox_grace = 120, entrypoint_timeout = 60;
@@ -79,6 +82,13 @@ void add_runtime_flags(CLI::App& app, Flags& f) {
         bool ok = !v.empty() && v.find_first_not_of("0123456789kmgKMG%") == std::string::npos && std::isdigit(v[0]);
         return ok ? std::string() : std::string("not a tmpfs size");
       })
+      ->capture_default_str();
+  app.add_option("--private-images", f.private_images,
+                 "who may use an image already on the node: never (anyone), private (an image pulled with "
+                 "credentials: a user whose credentials its registry accepts), always (every image: likewise)")
+      ->check(CLI::IsMember({"never", "private", "always"}))
+      ->capture_default_str();
+  app.add_option("--private-image-list", f.private_list, "where crispd remembers which images were pulled with credentials")
       ->capture_default_str();
   app.add_option("--log-level", f.level, "debug, info, warn or error")->capture_default_str();
   app.add_flag("--version", f.version, "print the version and exit");
@@ -130,6 +140,7 @@ crisp::StepSettings step_settings(const Flags& f) {
   settings.devices = f.device_roots;
   settings.bundle_root = f.bundle_root;
   settings.tmpfs_size = f.tmpfs_size;
+  settings.step_gpus = crisp::slurm_step_gpus;
   settings.hca_policy = f.hca_policy == "nearest" ? crisp::HcaPolicy::kNearestGpu : crisp::HcaPolicy::kAll;
   return settings;
 }
@@ -142,9 +153,16 @@ int serve(const Flags& f) {
                     " container task(s) at once");
   else
     crisp::log_warn(v.error() + "; requests will fail until it is up");
-  crisp::ImageStore images(cri);
+  auto policy = f.private_images == "never"    ? crisp::PrivateImagePolicy::kNever
+                : f.private_images == "always" ? crisp::PrivateImagePolicy::kAlways
+                                               : crisp::PrivateImagePolicy::kPrivate;
+  std::string list_dir = f.private_list.substr(0, f.private_list.rfind('/'));
+  if (!list_dir.empty() && mkdir(list_dir.c_str(), 0700) != 0 && errno != EEXIST)
+    crisp::log_warn("cannot create " + list_dir + ": " + crisp::errno_text(errno));
+  crisp::ImageStore images(cri, policy, f.private_list);
   crisp::StepManager steps(cri, images, step_settings(f));
-  crisp::Sweeper sweeper(steps, std::chrono::seconds(f.sweep_interval), std::chrono::seconds(f.sandbox_grace));
+  crisp::Sweeper sweeper(steps, std::chrono::seconds(f.sweep_interval), std::chrono::seconds(f.sandbox_grace),
+                         crisp::slurm_job_liveness);
   crisp::Server server(steps, images, &sweeper);
   if (auto s = server.listen_on(f.socket_path); !s) {
     crisp::log_error(s.error());

@@ -1,12 +1,30 @@
 #include "agent/reconcile.h"
 
+#include <map>
+#include <string>
+
 #include "agent/cri/labels.h"
 #include "common/log.h"
 #include "common/time.h"
 
 namespace crisp {
 
-uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace) {
+namespace {
+
+// Why a container goes, or nullptr: it exited, or its job is over (asked once per job and pass).
+const char* reason_to_remove(const cri::Container& c, uint32_t job, const JobCheck& jobs,
+                             std::map<uint32_t, JobLiveness>& known) {
+  if (c.state() == cri::CONTAINER_EXITED || c.state() == cri::CONTAINER_UNKNOWN) return "exited";
+  // Job 0: a named container of global scope, which outlives its jobs by design.
+  if (job == 0 || !jobs) return nullptr;
+  auto it = known.find(job);
+  if (it == known.end()) it = known.emplace(job, jobs(job)).first;
+  return it->second == JobLiveness::kOver ? "running, of a job that is over," : nullptr;
+}
+
+}  // namespace
+
+uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace, const JobCheck& jobs) {
   CriClient& cri = steps.cri();
   const Labels managed = {{labels::kManaged, "true"}};
   uint64_t removed = 0;
@@ -16,13 +34,16 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace) {
     log_warn("sweep: " + containers.error());
     return 0;
   }
+  std::map<uint32_t, JobLiveness> known;
   for (const cri::Container& c : *containers) {
-    if (c.state() != cri::CONTAINER_EXITED && c.state() != cri::CONTAINER_UNKNOWN) continue;
     uint32_t job = labels::number_of(c.labels(), labels::kJob);
+    const char* why = reason_to_remove(c, job, jobs, known);
+    if (!why) continue;
     auto lock = steps.lock_job(job);
     v1::ReleaseResponse out;
     if (steps.remove_containers({c}, out); out.removed_containers()) {
-      log_info("sweep: removed exited container " + c.id().substr(0, 12) + " of job " + std::to_string(job));
+      log_info("sweep: removed " + std::string(why) + " container " + c.id().substr(0, 12) + " of job " +
+               std::to_string(job));
       removed++;
     }
   }
@@ -49,15 +70,15 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace) {
   return removed;
 }
 
-Sweeper::Sweeper(StepManager& steps, std::chrono::seconds interval, std::chrono::seconds sandbox_grace)
-    : steps_(steps), interval_(interval), grace_(sandbox_grace) {
+Sweeper::Sweeper(StepManager& steps, std::chrono::seconds interval, std::chrono::seconds sandbox_grace, JobCheck jobs)
+    : steps_(steps), interval_(interval), grace_(sandbox_grace), jobs_(std::move(jobs)) {
   thread_ = std::thread([this] {
     std::unique_lock lock(mu_);
     while (!stop_) {
       lock.unlock();
       // Labels read back are what anyone with containerd's socket wrote: nothing may end this thread.
       try {
-        swept_ += sweep_once(steps_, grace_);
+        swept_ += sweep_once(steps_, grace_, jobs_);
       } catch (const std::exception& e) {
         log_error(std::string("sweep: an exception: ") + e.what());
       }

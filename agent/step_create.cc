@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 
@@ -154,8 +155,10 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   if (auto s = wait_for_holder(req, plan); !s) return s.take_error();
   clock.lap("holder");
   if (auto s = run_hooks(plan); !s) return s.take_error();
-  // A slurmstepd that gave up waiting (or died) will never use nor release this.
-  if (!plan.named && req.stepd_pid() > 0 && kill(req.stepd_pid(), 0) != 0 && errno == ESRCH)
+  // A slurmstepd that gave up waiting (or died: its job cancelled, whose epilog
+  // may already have run) will never use nor release this; a named container
+  // would outlive its job.
+  if (req.stepd_pid() > 0 && kill(req.stepd_pid(), 0) != 0 && errno == ESRCH)
     return fail("slurmstepd " + std::to_string(req.stepd_pid()) + " exited while its container was made");
   auto started = process_start_time(plan.pid);
   if (!started) return fail("the step's container exited as it was made: " + started.error());
@@ -231,7 +234,7 @@ Result<v1::CreateStepResponse> StepManager::attach(const cri::Container& c, cons
   std::string image = labels::value_of(c.labels(), labels::kImage);
   out.set_image(image);
   auto env = c.labels().count(labels::kEntrypoint) ? holder_environment(*pid) : Result<std::vector<std::string>>(fail(""));
-  auto config = images_.ensure(image);
+  auto config = images_.config_of(image, {});
   if (!config) return config.take_error();
   for (const std::string& e : env ? *env : config->env) out.add_image_env(e);
   out.set_image_workdir(config->working_dir);
@@ -291,9 +294,9 @@ Status StepManager::plan_devices(const v1::CreateStepRequest& req, Plan& plan) {
     }
     for (const std::string& e : env) plan.out.add_device_env(e);
   };
-  if (!req.gpus().empty()) {
-    auto indices = parse_index_list(req.gpus());
-    if (!indices) return indices.take_error();
+  auto indices = granted_gpus(req);
+  if (!indices) return indices.take_error();
+  if (!indices->empty()) {
     auto gpus = plan_gpus(settings_.devices, settings_.node.node_name, *indices);
     if (!gpus) return gpus.take_error();
     add_devices(gpus->devices, gpus->env);
@@ -308,6 +311,28 @@ Status StepManager::plan_devices(const v1::CreateStepRequest& req, Plan& plan) {
   plan.rdma = plan_rdma(settings_.devices, settings_.hca_policy, plan.gpu_bdfs);
   add_devices(plan.rdma.devices, plan.rdma.env);
   return Ok{};
+}
+
+// The step's GPUs: those the job's environment names (SLURM_STEP_GPUS, which
+// the user can set) if slurmctld says the step holds GPUs, and among the job's
+// indices on this node where slurmctld knows them.
+Result<std::vector<unsigned>> StepManager::granted_gpus(const v1::CreateStepRequest& req) {
+  auto named = parse_index_list(req.gpus());
+  if (!named || named->empty()) return named;
+  if (!settings_.step_gpus) return fail("crispd cannot confirm the step's GPUs: it has no Slurm controller to ask");
+  auto said = settings_.step_gpus(req.job_id(), req.step_id(), settings_.node.node_name);
+  if (!said) return fail("cannot confirm the step's GPUs with slurmctld (" + said.error() + "): try again");
+  std::vector<unsigned> granted;
+  std::string refused;
+  for (unsigned i : *named) {
+    bool ok = said->has && (!said->within || std::find(said->within->begin(), said->within->end(), i) != said->within->end());
+    if (ok) granted.push_back(i);
+    else refused += (refused.empty() ? "" : ",") + std::to_string(i);
+  }
+  if (!refused.empty())
+    log_warn(slurm::step_text(req.job_id(), req.step_id()) + " (uid " + std::to_string(req.uid()) +
+             "): GPU(s) " + refused + " named in its environment are not the step's; not given");
+  return granted;
 }
 
 // The image, pulled with the user's credentials if the node lacks it, and what its config says.
@@ -427,9 +452,10 @@ Status StepManager::wait_for_holder(const v1::CreateStepRequest& req, Plan& plan
       return fail("the step's container " + ran.error());
     return Ok{};
   }
-  auto ran = await_holder(plan.pid, settings_.holder_exe, settings_.entrypoint_timeout);
   std::string log_path = std::string(kLogDirectory) + "/" + in.log_path;
-  std::string log = read_cri_log(log_path, kEntrypointLogKept);
+  CriLogTail tail(log_path, kEntrypointLogKept, [&] { return cri_.reopen_container_log(plan.container_id); });
+  auto ran = await_holder(plan.pid, settings_.holder_exe, settings_.entrypoint_timeout, [&] { tail.rotate_if_large(); });
+  std::string log = tail.messages();
   if (!ran)
     return fail("the image's entrypoint " + join(in.entrypoint, " ") + " " + ran.error() +
                 " (it must end with exec \"$@\")" + (log.empty() ? "" : "; its output ends: " + last_lines(log, 10, 2000)));

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "agent/host/host_artifacts.h"
 #include "agent/host/host_mounts.h"
 #include "agent/images/image_store.h"
+#include "agent/slurm_jobs.h"
 #include "crisp.pb.h"
 
 namespace crisp {
@@ -44,6 +46,9 @@ struct StepSettings {
   std::string tmpfs_base = kMountsBase;
   // The size limit of each tmpfs of --container-mounts, in tmpfs's terms.
   std::string tmpfs_size = "25%";
+  // What slurmctld says of a step's GPUs on this node (slurm_step_gpus); unset:
+  // a step that names GPUs is refused.
+  std::function<Result<StepGpus>(uint32_t job, uint32_t step, const std::string& node)> step_gpus;
   // containerd's task bundles, for CDI hooks' OCI state: <state>/io.containerd.runtime.v2.task/k8s.io/<id>.
   std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
 };
@@ -111,6 +116,7 @@ class StepManager {
   Status plan_devices(const v1::CreateStepRequest& req, Plan& plan);
   Status pull_image(const v1::CreateStepRequest& req, Plan& plan);
   Status prepare_host(const v1::CreateStepRequest& req, Plan& plan, HostArtifacts& host);
+  Result<std::vector<unsigned>> granted_gpus(const v1::CreateStepRequest& req);
   Status stage_mounts(const v1::CreateStepRequest& req, Plan& plan, HostArtifacts& host);
   Result<std::string> make_container(const v1::CreateStepRequest& req, Plan& plan, PhaseClock& clock);
   Status start_container(Plan& plan);

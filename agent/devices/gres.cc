@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <sstream>
 
 #include "common/strings.h"
@@ -9,13 +10,13 @@
 namespace crisp {
 namespace {
 
-// Splits on sep outside brackets: "a[1,2],b" -> "a[1,2]", "b".
+// Splits on sep outside brackets and parentheses: "a[1,2],b(IDX:0,1)" -> "a[1,2]", "b(IDX:0,1)".
 std::vector<std::string> split_outside_brackets(std::string_view s, char sep) {
   std::vector<std::string> out(1);
   int depth = 0;
   for (char c : s) {
-    if (c == '[') depth++;
-    if (c == ']') depth--;
+    if (c == '[' || c == '(') depth++;
+    if (c == ']' || c == ')') depth--;
     if (c == sep && depth == 0) {
       out.emplace_back();
       continue;
@@ -121,6 +122,39 @@ Result<std::vector<unsigned>> parse_index_list(std::string_view text) {
   auto r = parse_ranges(text, nullptr);
   if (!r) return fail("bad GPU index list '" + std::string(text) + "': " + r.error());
   return r;
+}
+
+Result<std::vector<unsigned>> gpu_indices_in_gres_detail(std::string_view detail) {
+  std::vector<unsigned> out;
+  for (const std::string& item : split_outside_brackets(detail, ',')) {
+    if (item.rfind("gpu", 0) != 0 || (item.size() > 3 && item[3] != ':' && item[3] != '(')) continue;
+    size_t open = item.find("(IDX:"), close = item.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close < open) continue;
+    std::string list = item.substr(open + 5, close - open - 5);
+    if (list == "N/A") continue;
+    auto r = parse_index_list(list);
+    if (!r) return r;
+    out.insert(out.end(), r->begin(), r->end());
+  }
+  return out;
+}
+
+bool tres_has_gpus(std::string_view tres) {
+  std::string text(tres);
+  std::replace(text.begin(), text.end(), ';', ',');
+  for (std::string item : split(text, ',')) {
+    // "gres/gpu=2", "gres/gpu:a100=2" (allocated) or "gres:gpu:2", "gres:gpu:a100:2" (asked).
+    if (item.rfind("gres/", 0) != 0 && item.rfind("gres:", 0) != 0) continue;
+    item = item.substr(5);
+    std::replace(item.begin(), item.end(), '=', ':');
+    std::vector<std::string> parts = split(item, ':');
+    if (parts.empty() || parts[0] != "gpu") continue;
+    const std::string& count = parts.back();
+    bool numeric = parts.size() > 1 && !count.empty() &&
+                   std::all_of(count.begin(), count.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (!numeric || std::strtoul(count.c_str(), nullptr, 10) > 0) return true;
+  }
+  return false;
 }
 
 }  // namespace crisp

@@ -26,4 +26,11 @@ Result<std::vector<std::string>> gres_device_files(std::string_view gres_conf, c
 // "0,2-3" -> {0, 2, 3}.
 Result<std::vector<unsigned>> parse_index_list(std::string_view text);
 
+// What slurmctld says of an allocation, which the user cannot write (the job's
+// environment they can): the GPU indices of one node's gres detail
+// ("gpu:a100:2(IDX:0,2),nic:1(IDX:0)" -> {0, 2}), and whether a TRES string
+// holds or asks for GPUs ("cpu=2,gres/gpu=1", "gres:gpu:a100:2" -> true).
+Result<std::vector<unsigned>> gpu_indices_in_gres_detail(std::string_view detail);
+bool tres_has_gpus(std::string_view tres);
+
 }  // namespace crisp

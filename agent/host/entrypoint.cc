@@ -12,6 +12,7 @@
 
 #include "common/fd.h"
 #include "common/files.h"
+#include "common/log.h"
 #include "common/strings.h"
 
 namespace crisp {
@@ -30,7 +31,8 @@ Status prepare_log_directory(const std::string& dir, uint64_t size) {
   return Ok{};
 }
 
-Status await_holder(int pid, const std::string& holder_exe, std::chrono::seconds timeout) {
+Status await_holder(int pid, const std::string& holder_exe, std::chrono::seconds timeout,
+                    const std::function<void()>& tick) {
   std::string exe_link = "/proc/" + std::to_string(pid) + "/exe";
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
@@ -40,6 +42,7 @@ Status await_holder(int pid, const std::string& holder_exe, std::chrono::seconds
     if (n > 0 && std::string(exe, static_cast<size_t>(n)) == holder_exe) return Ok{};
     if (std::chrono::steady_clock::now() > deadline)
       return fail("did not run the holder within " + std::to_string(timeout.count()) + " s");
+    if (tick) tick();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
@@ -65,10 +68,31 @@ bool parse_cri_log_line(const std::string& line, std::string& message) {
   return true;
 }
 
-std::string read_cri_log(const std::string& path, size_t max_bytes) {
-  // The entrypoint has written all it will (it runs the holder now), but the
-  // CRI copies its output to the file on its own time: wait until the size
-  // holds still for 100 ms (at most 2 s).
+namespace {
+
+// The last max_bytes of a file, raw; cut: it began before them.
+std::string file_tail(const std::string& path, size_t max_bytes, bool& cut) {
+  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  cut = false;
+  if (!fd || fstat(fd.get(), &st) != 0) return "";
+  cut = st.st_size > static_cast<off_t>(max_bytes);
+  if (cut && lseek(fd.get(), st.st_size - static_cast<off_t>(max_bytes), SEEK_SET) < 0) return "";
+  auto text = read_up_to(fd.get(), max_bytes);
+  return text ? *text : "";
+}
+
+std::string messages_of(const std::string& raw, bool cut) {
+  std::vector<std::string> lines = split(raw, '\n');
+  std::string out, message;
+  for (size_t i = cut ? 1 : 0; i < lines.size(); ++i)  // a line cut in two is dropped
+    if (parse_cri_log_line(lines[i], message)) out += message + "\n";
+  return out;
+}
+
+// The runtime copies output to the file on its own time: wait until its size
+// holds still for 100 ms (at most 2 s).
+void wait_until_still(const std::string& path) {
   off_t last = -1;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   for (int still = 0; still < 10 && std::chrono::steady_clock::now() < deadline;) {
@@ -78,16 +102,34 @@ std::string read_cri_log(const std::string& path, size_t max_bytes) {
     last = size;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  bool cut = last > static_cast<off_t>(max_bytes);
-  if (!fd || (cut && lseek(fd.get(), last - static_cast<off_t>(max_bytes), SEEK_SET) < 0)) return "";
-  auto text = read_up_to(fd.get(), max_bytes);
-  if (!text) return "";
-  std::vector<std::string> lines = split(*text, '\n');
-  std::string out, message;
-  for (size_t i = cut ? 1 : 0; i < lines.size(); ++i)  // a line cut in two is dropped
-    if (parse_cri_log_line(lines[i], message)) out += message + "\n";
-  return out;
+}
+
+}  // namespace
+
+void CriLogTail::keep(const std::string& raw) {
+  kept_ += raw;
+  if (kept_.size() > max_) kept_.erase(0, kept_.size() - max_);
+}
+
+void CriLogTail::rotate_if_large() {
+  struct stat st {};
+  if (stat(path_.c_str(), &st) != 0 || st.st_size <= static_cast<off_t>(2 * max_)) return;
+  std::string old = path_ + ".old";
+  if (rename(path_.c_str(), old.c_str()) != 0) return;
+  // The runtime writes on to the renamed file until it reopens the path.
+  if (auto s = reopen_(); !s) log_warn("cannot reopen the container's log " + path_ + ": " + s.error());
+  bool cut = false;
+  keep(file_tail(old, max_, cut));
+  unlink(old.c_str());
+}
+
+std::string CriLogTail::messages() {
+  wait_until_still(path_);
+  bool cut = false;
+  std::string rest = file_tail(path_, max_, cut);
+  bool began_before = !kept_.empty() || cut;
+  keep(rest);
+  return messages_of(kept_, began_before);
 }
 
 Status silence_cri_log(const std::string& path) {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,15 +19,32 @@ namespace crisp {
 Status prepare_log_directory(const std::string& dir, uint64_t size);
 
 // Waits until pid runs the holder (runc's init, then any entrypoint, exec it);
-// fails if it exits or takes longer than timeout.
-Status await_holder(int pid, const std::string& holder_exe, std::chrono::seconds timeout);
+// fails if it exits or takes longer than timeout. tick, if given, runs every
+// 10 ms meanwhile.
+Status await_holder(int pid, const std::string& holder_exe, std::chrono::seconds timeout,
+                    const std::function<void()>& tick = {});
+
+// An entrypoint's CRI log, kept small while the runtime writes it: past twice
+// max_bytes the file is renamed, the runtime reopens a new one (reopen), and
+// only the last max_bytes of the old are kept. Its end is what explains a failure.
+class CriLogTail {
+ public:
+  CriLogTail(std::string path, size_t max_bytes, std::function<Status()> reopen)
+      : path_(std::move(path)), max_(max_bytes), reopen_(std::move(reopen)) {}
+  void rotate_if_large();
+  // The messages of the last max_bytes written, the file's rest included.
+  std::string messages();
+
+ private:
+  void keep(const std::string& raw);
+  std::string path_;
+  size_t max_;
+  std::function<Status()> reopen_;
+  std::string kept_;  // raw log lines already rotated away
+};
 
 // The environment of the holder (the entrypoint's, as it exec'd it).
 Result<std::vector<std::string>> holder_environment(int pid);
-
-// The messages of the last max_bytes of a CRI log file ("TIME STREAM TAG
-// MESSAGE" lines), joined by newlines.
-std::string read_cri_log(const std::string& path, size_t max_bytes);
 
 // Points the log path at /dev/null for the CRI to reopen: what the
 // container's processes write from then on is kept nowhere.

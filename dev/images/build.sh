@@ -1,8 +1,9 @@
 #!/bin/bash
 # Builds the test images locally and pushes them to the local registry:
 #   crisp-test/busybox   busybox-static, a setuid probe, its own os-release
-#   crisp-test/entrypoint, bad-entrypoint, pytorch-env   busybox variants with an
-#                        entrypoint, a failing one, and PYTORCH_VERSION set
+#   crisp-test/entrypoint, bad-entrypoint, noisy-entrypoint, pytorch-env
+#                        busybox variants with an entrypoint, a failing one, one
+#                        that floods its output, and PYTORCH_VERSION set
 #   crisp-test/debian    a debootstrap minbase of Debian 11 (not the host's release)
 #   crisp-test/mpi       Debian 12 minbase with OpenMPI and MPICH, and the MPI test
 #                        program built on the host against each
@@ -56,16 +57,28 @@ mkdir -m 1777 "$work/entry/state"
 cp -a "$r" "$work/badentry"
 printf '#!/bin/sh\necho "setup failed" >&2\nexit 3\n' >"$work/badentry/entrypoint.sh"
 chmod 755 "$work/badentry/entrypoint.sh"
+cp -a "$r" "$work/noisy"
+cat >"$work/noisy/entrypoint.sh" <<'EP'
+#!/bin/sh
+# Floods its output (100 MB), leaves a process that writes for ever, runs its arguments.
+yes "flood from the entrypoint, a line of about a hundred bytes to fill a log quickly ............" | head -c 100000000
+echo "the flood is over"
+(while :; do echo "spam from the background"; sleep 0.01; done) &
+exec "$@"
+EP
+chmod 755 "$work/noisy/entrypoint.sh"
 cp -a "$r" "$work/torch"
 cp -a "$r" "$work/private"
 push_rootfs "$r" crisp-test/busybox:latest \
   --config.env=PATH=/usr/bin:/bin:/image/bin --config.env=CRISP_IMAGE_VAR=from-image \
   --config.env=LANG=C.UTF-8 --config.cmd=/bin/sh --config.workingdir=/root
 
-say "building crisp-test/entrypoint, crisp-test/bad-entrypoint and crisp-test/pytorch-env"
+say "building crisp-test/entrypoint, bad-entrypoint, noisy-entrypoint and pytorch-env"
 push_rootfs "$work/entry" crisp-test/entrypoint:latest --config.env=PATH=/usr/bin:/bin \
   --config.entrypoint=/entrypoint.sh --config.cmd=/bin/sh
 push_rootfs "$work/badentry" crisp-test/bad-entrypoint:latest --config.env=PATH=/usr/bin:/bin \
+  --config.entrypoint=/entrypoint.sh
+push_rootfs "$work/noisy" crisp-test/noisy-entrypoint:latest --config.env=PATH=/usr/bin:/bin \
   --config.entrypoint=/entrypoint.sh
 # Looks like a PyTorch image to the plugin (NGC images set PYTORCH_VERSION); MASTER_PORT is the image's.
 push_rootfs "$work/torch" crisp-test/pytorch-env:latest --config.env=PATH=/usr/bin:/bin \

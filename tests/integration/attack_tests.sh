@@ -130,3 +130,78 @@ EOF
   expect "and the huge frame" grep -q "exceeds the limit of 65536" "$LOGS/crispd.log"
   expect "the user is served again once it lets go" wait_until 15 as_user "${CRISPCTL[@]}" ps >/dev/null 2>&1
 }
+
+# Hole 8: an entrypoint that floods its output (100 MB), then leaves a process
+# writing for ever: what crispd keeps and shows is bounded, /run does not fill.
+log_dir_bytes() { du -sb /run/crisp/logs 2>/dev/null | cut -f1; }
+test_entrypoint_output_is_bounded() {
+  local name=crisp-it-noisy-$RANDOM avail_before; avail_before=$(df -B1 --output=avail /run | tail -1)
+  as_user "${SRUN[@]}" -J "$name" --container-image="$REGISTRY/crisp-test/noisy-entrypoint:latest" \
+    --container-entrypoint --container-entrypoint-log sh -c 'echo started; sleep 4; echo ran' \
+    >/tmp/crisp-it.noisy 2>/tmp/crisp-it.noisy.err &
+  local srun=$! peak=0 size
+  # While the entrypoint floods: the logs stay small.
+  while ! grep -q started /tmp/crisp-it.noisy 2>/dev/null && kill -0 "$srun" 2>/dev/null; do
+    size=$(log_dir_bytes); ((size > peak)) && peak=$size
+    sleep 0.2
+  done
+  # The task runs: the background writer's output goes nowhere.
+  local a b; a=$(log_dir_bytes); sleep 2; b=$(log_dir_bytes)
+  local avail_during; avail_during=$(df -B1 --output=avail /run | tail -1)
+  wait "$srun"
+  expect "the step ran" equals "$(cat /tmp/crisp-it.noisy)" $'started\nran'
+  local shown; shown=$(wc -c </tmp/crisp-it.noisy.err)
+  expect "at most 1 MiB of the log shown ($shown bytes)" equals "$((shown <= 1100000))" 1
+  expect "the end of it, not the start" contains "$(cat /tmp/crisp-it.noisy.err)" "the flood is over"
+  expect "the logs stayed under 8 MiB while it flooded 100 MB (peak $peak bytes)" equals "$((peak <= 8 << 20))" 1
+  expect "the background writer's output is kept nowhere ($a, then $b bytes)" equals "$((b <= a && b < 1 << 20))" 1
+  expect "/run lost less than 8 MiB" equals "$(( (avail_before - avail_during) < (8 << 20) ))" 1
+}
+
+# Hole 10: a named container whose job is cancelled while its image is pulled
+# must not outlive the job (the create finishes after the job's epilog).
+test_cancelled_named_create_does_not_linger() {
+  local tag=cancel-$RANDOM$RANDOM name=crisp-it-cancel-$RANDOM
+  push_unique_image "crisp-test/busybox:$tag" 1
+  python3 "$CRISP_SRC/tests/integration/slow_registry.py" 5001 5000 5 2>"$LOGS/slow-registry.log" &
+  local proxy=$!
+  wait_until 10 curl -sf -o /dev/null http://127.0.0.1:5001/v2/
+  as_user "${SRUN[@]}" -J "$name" --container-name=dev --container-image="127.0.0.1:5001/crisp-test/busybox:$tag" \
+    true >/dev/null 2>&1 &
+  local srun=$! job=
+  for _ in $(seq 100); do job=$(named_job "$name"); [[ -n $job ]] && break; sleep 0.1; done
+  sleep 2  # the pull is under way
+  scancel "$job"
+  wait "$srun"
+  expect "the job ends" wait_until 60 job_finished "$job"
+  sleep 15  # the pull ends meanwhile, and the create with it
+  expect "no container of the cancelled job is left" wait_until 20 no_cri_objects "$job"
+  kill "$proxy"; wait "$proxy" 2>/dev/null
+}
+
+# Hole 7: an image pulled with one user's credentials must not run for a user
+# whose credentials its registry does not accept. User A is the test user,
+# user B is root; both on this node, where A's pull put the image.
+blob_downloads() { grep -c '"GET /v2/crisp-test/private/blobs/' "$LOGS/registry-auth.log"; }
+test_private_image_needs_the_users_own_credentials() {
+  local home=/home/$TEST_USER node; node=$(hostname -s)
+  rm -rf "$home/.config/enroot" "$home/.docker" /root/.config/enroot /root/.docker
+  drop_private_image
+  as_user mkdir -p "$home/.config/enroot"
+  echo "machine $AUTH_REGISTRY login $AUTH_USER password $AUTH_PASSWORD" | as_user tee "$home/.config/enroot/.credentials" >/dev/null
+  run as_user "${SRUN[@]}" -w "$node" --container-image="$PRIVATE_IMAGE" grep -o private /etc/os-release
+  expect "user A pulls it with their credentials" equals "$OUT" private
+  local downloads; downloads=$(blob_downloads)
+  run "${SRUN[@]}" -w "$node" --container-image="$PRIVATE_IMAGE" grep -o private /etc/os-release
+  expect_crisp_error "user B without credentials" "image $PRIVATE_IMAGE is private on this node"
+  expect "... sees nothing of it" lacks "$OUT" private
+  mkdir -p /root/.config/enroot
+  echo "machine $AUTH_REGISTRY login $AUTH_USER password wrong" >/root/.config/enroot/.credentials
+  run "${SRUN[@]}" -w "$node" --container-image="$PRIVATE_IMAGE" true
+  expect_crisp_error "user B with credentials the registry refuses" "the registry refused access to image $PRIVATE_IMAGE"
+  echo "machine $AUTH_REGISTRY login $AUTH_USER password $AUTH_PASSWORD" >/root/.config/enroot/.credentials
+  run "${SRUN[@]}" -w "$node" --container-image="$PRIVATE_IMAGE" grep -o private /etc/os-release
+  expect "user B with credentials the registry accepts runs it" equals "$OUT" private
+  expect "without a second download" equals "$(blob_downloads)" "$downloads"
+  rm -rf "$home/.config/enroot" /root/.config/enroot
+}

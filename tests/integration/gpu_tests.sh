@@ -35,3 +35,15 @@ test_rdma_devices() {
   expect "the HCA's verbs device and rdma_cm, never umad" equals "$(head -1 <<<"$OUT")" "rdma_cm uverbs0 "
   expect "NCCL_IB_HCA names it" equals "$(sed -n 2p <<<"$OUT")" "=mlx5_0:1"
 }
+
+# Hole 9: SLURM_STEP_GPUS is the job's environment, which the user writes; on
+# Slurm 22.05 a step without GPUs keeps the user's value.
+test_forged_gpu_variable_gets_no_gpu() {
+  run as_user env SLURM_STEP_GPUS=0,1 SLURM_JOB_GPUS=0,1 "${SRUN[@]}" --container-image="$TEST_IMAGE" \
+    sh -c 'ls /dev | grep -c "^nvidia[0-9]"; echo "${CUDA_VISIBLE_DEVICES-unset}"'
+  expect "a step without --gres gets no GPU device, whatever its environment says" equals "$(head -1 <<<"$OUT")" 0
+  expect "... and no CUDA_VISIBLE_DEVICES from crisp" equals "$(sed -n 2p <<<"$OUT")" unset
+  run as_user env SLURM_STEP_GPUS=0,1 "${SRUN[@]}" --gres=gpu:1 --container-image="$TEST_IMAGE" \
+    sh -c 'ls /dev | grep -c "^nvidia[0-9]"'
+  expect "a step with one GPU gets one" equals "$OUT" 1
+}

@@ -37,6 +37,9 @@ t user_cannot_signal_crispd
 t swapped_mount_source_mounts_nothing_unreadable
 t malformed_credentials_answered_with_a_line
 t connection_flood_does_not_starve_steps
+t entrypoint_output_is_bounded
+t cancelled_named_create_does_not_linger
+t private_image_needs_the_users_own_credentials
 t crispctl_pull
 t container_name_kept_across_steps
 t container_scope_global
@@ -58,6 +61,7 @@ t two_nodes_one_container_each
 t mpi_pmix_openmpi
 t mpi_pmi2_mpich
 t gpus_follow_the_allocation
+t forged_gpu_variable_gets_no_gpu
 t rdma_devices
 echo "integration: $passed passed, $failed failed"
 ((failed == 0))

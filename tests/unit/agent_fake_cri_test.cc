@@ -45,6 +45,7 @@ class FakeCri final : public cri::RuntimeService::Service, public cri::ImageServ
   std::atomic<int> starting{0}, most_starting{0};
   bool fail_start = false;
   bool fail_create = false;
+  std::string refuse_user;  // the registry refuses this user's credentials
   bool pull_not_found = false;
   int next = 0;
 
@@ -161,6 +162,8 @@ class FakeCri final : public cri::RuntimeService::Service, public cri::ImageServ
       pull_password = req->auth().password();
     }
     std::this_thread::sleep_for(pull_delay);
+    if (!refuse_user.empty() && req->auth().username() == refuse_user)
+      return {grpc::StatusCode::UNKNOWN, "pulling from host r failed with status code 401 Unauthorized: unauthorized"};
     if (pull_not_found)
       return {grpc::StatusCode::NOT_FOUND, "failed to resolve reference \"" + req->image().image() + "\": not found"};
     std::lock_guard l(mu);
@@ -291,6 +294,22 @@ TEST_F(AgentTest, StepsShareTheUserSandboxWhichOutlivesTheJobUntilIdle) {
   EXPECT_EQ(fake_.sandboxes.size(), 2u);
   EXPECT_EQ(crisp::sweep_once(*steps_, 0s), 2u) << "idle past the grace";
   EXPECT_TRUE(fake_.sandboxes.empty());
+}
+
+// A create that finished after its job's epilog (a cancel during a cold pull)
+// left a running container no release will ever name: the sweep removes it
+// once slurmctld says the job is over, and never on doubt.
+TEST_F(AgentTest, TheSweepRemovesRunningContainersOfJobsThatAreOver) {
+  for (uint32_t job : {20u, 21u, 22u}) ASSERT_TRUE(steps_->create(step(job, 0)).ok());
+  std::vector<uint32_t> asked;
+  auto jobs = [&](uint32_t job) {
+    asked.push_back(job);
+    return job == 21 ? crisp::JobLiveness::kOver : job == 22 ? crisp::JobLiveness::kUnknown : crisp::JobLiveness::kAlive;
+  };
+  EXPECT_EQ(crisp::sweep_once(*steps_, 3600s, jobs), 1u);
+  EXPECT_EQ(fake_.containers.size(), 2u) << "job 21's went; the live job's and the unknown one's stay";
+  EXPECT_EQ(asked.size(), 3u) << "each job asked once";
+  EXPECT_EQ(crisp::sweep_once(*steps_, 3600s), 0u) << "without slurmctld's word, running containers stay";
 }
 
 TEST_F(AgentTest, ConcurrentStartsWaitForATaskSlotAndAllSucceed) {
@@ -445,23 +464,84 @@ TEST_F(AgentTest, AJobsLockOutlivesItsEndWhileAThreadWaitsOnIt) {
   EXPECT_FALSE(overlap) << "a newcomer took job 5's lock while the waiter held it";
 }
 
-TEST_F(AgentTest, PullSendsTheCredentialsGivenAndAsksOnlyWhenPulling) {
-  int asked = 0;
-  auto alice = [&]() -> crisp::FoundCredential {
-    asked++;
-    return std::optional<crisp::RegistryCredential>(crisp::RegistryCredential{"alice", "s3cret"});
+// SLURM_STEP_GPUS is in the job's environment: on Slurm 22.05 a step without
+// GPUs keeps a value the user set. Only what slurmctld says the step has counts.
+TEST_F(AgentTest, GpusNamedInTheEnvironmentNeedSlurmctldsWord) {
+  auto with_gpus = [&](uint32_t stepid) {
+    auto r = step(30, stepid);
+    r.set_gpus("0-7");
+    return r;
   };
-  ASSERT_TRUE(images_->ensure("127.0.0.1:5000/private:latest", alice).ok());
+  auto refused = steps_->create(with_gpus(0));
+  ASSERT_FALSE(refused.ok()) << "no controller to ask: refused, not trusted";
+  EXPECT_EQ(refused.error(), "crispd cannot confirm the step's GPUs: it has no Slurm controller to ask");
+  auto s = settings();
+  s.tmpfs_base = dir_ + "/tmpfs";
+  std::vector<std::string> asked;
+  s.step_gpus = [&](uint32_t job, uint32_t stepid, const std::string& node) -> crisp::Result<crisp::StepGpus> {
+    asked.push_back(std::to_string(job) + "." + std::to_string(stepid) + "@" + node);
+    if (stepid == 2) return crisp::fail("Unable to contact slurm controller");
+    return crisp::StepGpus{};  // the step holds no GPU
+  };
+  crisp::StepManager steps(*client_, *images_, s);
+  auto none = steps.create(with_gpus(1));
+  ASSERT_TRUE(none.ok()) << none.error();
+  EXPECT_EQ(none->device_env_size(), 0) << "no GPU, no CUDA_VISIBLE_DEVICES";
+  auto down = steps.create(with_gpus(2));
+  ASSERT_FALSE(down.ok());
+  EXPECT_EQ(down.error(), "cannot confirm the step's GPUs with slurmctld (Unable to contact slurm controller): try again");
+  EXPECT_EQ(asked, (std::vector<std::string>{"30.1@n1", "30.2@n1"}));
+}
+
+crisp::ImageStore::CredentialSource as(const char* user, int* asked = nullptr) {
+  return [=]() -> crisp::FoundCredential {
+    if (asked) ++*asked;
+    if (!user) return std::optional<crisp::RegistryCredential>();
+    return std::optional<crisp::RegistryCredential>(crisp::RegistryCredential{user, std::string(user) + "-pw"});
+  };
+}
+
+TEST_F(AgentTest, PullSendsTheCredentialsGivenAndAsksOnlyWhenNeeded) {
+  int asked = 0;
+  ASSERT_TRUE(images_->ensure("127.0.0.1:5000/private:latest", as("alice", &asked)).ok());
   EXPECT_EQ(fake_.pull_user, "alice");
-  EXPECT_EQ(fake_.pull_password, "s3cret");
-  ASSERT_TRUE(images_->ensure("127.0.0.1:5000/private:latest", alice).ok());
-  EXPECT_EQ(asked, 1) << "an image present needs no credentials";
-  ASSERT_TRUE(images_->ensure("127.0.0.1:5000/public:latest").ok());
+  EXPECT_EQ(fake_.pull_password, "alice-pw");
+  ASSERT_TRUE(images_->ensure("127.0.0.1:5000/public:latest", as(nullptr, &asked)).ok());
+  ASSERT_TRUE(images_->ensure("127.0.0.1:5000/public:latest", as(nullptr, &asked)).ok());
+  EXPECT_EQ(asked, 2) << "a public image present needs no credentials";
   EXPECT_EQ(fake_.pull_user, "") << "anonymous when no credentials apply";
   auto broken = [] { return crisp::FoundCredential(crisp::fail("~/.docker/config.json: not valid JSON")); };
   auto r = images_->ensure("127.0.0.1:5000/other:latest", broken);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), "~/.docker/config.json: not valid JSON") << "a file that cannot be read fails the pull it was for";
+}
+
+// An image pulled with one user's credentials is another's only once the
+// registry accepts theirs: CRI pulls it again with them, downloading nothing.
+TEST_F(AgentTest, APrivateImageIsUsedOnlyWithCredentialsTheRegistryAccepts) {
+  const std::string img = "127.0.0.1:5002/crisp-test/private:latest", list = dir_ + "/private-images";
+  crisp::ImageStore store(*client_, crisp::PrivateImagePolicy::kPrivate, list);
+  ASSERT_TRUE(store.ensure(img, as("alice")).ok());
+  EXPECT_EQ(fake_.pulls, 1);
+  auto anonymous = store.ensure(img, as(nullptr));
+  ASSERT_FALSE(anonymous.ok());
+  EXPECT_EQ(anonymous.error(), "image " + img + " is private on this node (it was pulled with credentials): put yours "
+                               "for its registry in ~/.config/enroot/.credentials (netrc) or ~/.docker/config.json");
+  fake_.refuse_user = "mallory";
+  auto refused = store.ensure(img, as("mallory"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("the registry refused access to image " + img), std::string::npos) << refused.error();
+  ASSERT_TRUE(store.ensure(img, as("bob")).ok());
+  EXPECT_EQ(fake_.pull_user, "bob") << "bob's credentials were checked by the registry";
+  int pulls = fake_.pulls;
+  ASSERT_TRUE(store.ensure(img, as("bob")).ok());
+  ASSERT_TRUE(store.ensure(img, as("alice")).ok());
+  EXPECT_EQ(fake_.pulls, pulls) << "a check holds for an hour";
+  crisp::ImageStore restarted(*client_, crisp::PrivateImagePolicy::kPrivate, list);
+  EXPECT_TRUE(restarted.is_private(img)) << "remembered across a restart";
+  EXPECT_FALSE(restarted.ensure(img, as(nullptr)).ok());
+  crisp::ImageStore shared(*client_, crisp::PrivateImagePolicy::kNever, list);
+  EXPECT_TRUE(shared.ensure(img, as(nullptr)).ok()) << "--private-images=never: the node's images are anyone's";
 }
 
 TEST_F(AgentTest, NamedContainerOutlivesItsStepAndIsJoinedByTheNext) {

@@ -19,6 +19,27 @@ TEST(Gres, IndexListsAreBounded) {
   EXPECT_FALSE(crisp::expand_device_range("/dev/x[0-999][0-999]").ok()) << "a pattern that names a million files";
 }
 
+TEST(Gres, WhatSlurmctldSaysOfAnAllocation) {
+  auto idx = [](const char* d) {
+    auto r = crisp::gpu_indices_in_gres_detail(d);
+    EXPECT_TRUE(r.ok()) << d;
+    return r.ok() ? *r : std::vector<unsigned>{99};
+  };
+  EXPECT_EQ(idx("gpu:2(IDX:0-1)"), (std::vector<unsigned>{0, 1}));
+  EXPECT_EQ(idx("gpu:a100:2(IDX:0,2),nic:1(IDX:0)"), (std::vector<unsigned>{0, 2}));
+  EXPECT_EQ(idx("nic:1(IDX:0),gpus_other:1(IDX:5)"), (std::vector<unsigned>{}));
+  EXPECT_EQ(idx("gpu:0(IDX:N/A)"), (std::vector<unsigned>{}));
+  EXPECT_EQ(idx(""), (std::vector<unsigned>{}));
+  EXPECT_TRUE(crisp::tres_has_gpus("cpu=2,mem=1G,node=1,billing=2,gres/gpu=1"));
+  EXPECT_TRUE(crisp::tres_has_gpus("cpu=2,gres/gpu:a100=2"));
+  EXPECT_FALSE(crisp::tres_has_gpus("cpu=2,mem=1G,node=1"));
+  EXPECT_FALSE(crisp::tres_has_gpus("gres/gpu=0,gres/gpumem=4G"));
+  EXPECT_TRUE(crisp::tres_has_gpus("gres:gpu:1"));
+  EXPECT_TRUE(crisp::tres_has_gpus("cpu:2;gres:gpu:a100:2"));
+  EXPECT_FALSE(crisp::tres_has_gpus("gres:gpu:0"));
+  EXPECT_FALSE(crisp::tres_has_gpus("gres:nic:1"));
+}
+
 TEST(Gres, RangesExpandInOrderWithPadding) {
   auto r = crisp::expand_device_range("/dev/nvidia[0-2,5]");
   ASSERT_TRUE(r.ok()) << r.error();

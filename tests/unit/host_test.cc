@@ -231,12 +231,37 @@ TEST_F(HostTest, HolderEnvironmentIsReadFromProc) {
 TEST_F(HostTest, CriLogIsReadBoundedThenSilenced) {
   std::string path = root_ + "/c.log";
   write(path, "2026-12-02T16:42:55.1Z stdout F one\n2026-12-02T16:42:55.2Z stderr F two\nnot a log line\n", 0600);
-  EXPECT_EQ(crisp::read_cri_log(path, 1000), "one\ntwo\n");
-  EXPECT_EQ(crisp::read_cri_log(path, 60), "two\n") << "only the end is kept; a line cut in two is dropped";
+  EXPECT_EQ(crisp::CriLogTail(path, 1000, nullptr).messages(), "one\ntwo\n");
+  EXPECT_EQ(crisp::CriLogTail(path, 60, nullptr).messages(), "two\n") << "only the end is kept; a line cut in two is dropped";
   ASSERT_TRUE(crisp::silence_cri_log(path).ok());
   char target[64] = {};
   ASSERT_GT(readlink(path.c_str(), target, sizeof target - 1), 0);
   EXPECT_EQ(std::string(target), "/dev/null") << "what the runtime writes after reopening goes nowhere";
+}
+
+// An entrypoint that floods its output: the file is rotated while the runtime
+// writes, and what is kept is the end of it, bounded.
+TEST_F(HostTest, CriLogTailRotatesAndKeepsTheEnd) {
+  std::string path = root_ + "/flood.log";
+  int reopened = 0;
+  crisp::CriLogTail tail(path, 100, [&] {
+    reopened++;
+    write(path, "", 0600);  // the runtime's new file
+    return crisp::Status(crisp::Ok{});
+  });
+  std::string flood;
+  for (int i = 0; i < 20; ++i) flood += "2026-12-02T16:42:55.1Z stdout F line " + std::to_string(i) + "\n";
+  write(path, flood, 0600);
+  tail.rotate_if_large();
+  EXPECT_EQ(reopened, 1) << "past twice the bound: rotated";
+  EXPECT_EQ(access((path + ".old").c_str(), F_OK), -1) << "the old file is gone";
+  write(path, "2026-12-02T16:42:56.1Z stderr F the end\n", 0600);
+  tail.rotate_if_large();
+  EXPECT_EQ(reopened, 1) << "small: left alone";
+  std::string kept = tail.messages();
+  EXPECT_LE(kept.size(), 100u);
+  EXPECT_NE(kept.find("line 19\nthe end\n"), std::string::npos) << kept;
+  EXPECT_EQ(kept.find("line 0\n"), std::string::npos) << kept;
 }
 
 TEST(CriLog, LastLinesForAnErrorMessage) {
