@@ -42,10 +42,8 @@ test_user_cannot_signal_crispd() {
 # where the source does not exist (which containerd would create, as root).
 test_swapped_mount_source_mounts_nothing_unreadable() {
   local tag=swap-$RANDOM$RANDOM name=made-by-root-$RANDOM
-  push_unique_image "crisp-test/busybox:$tag" 1
-  python3 "$CRISP_SRC/tests/integration/slow_registry.py" 5001 5000 3 2>"$LOGS/slow-registry.log" &
-  local proxy=$!
-  wait_until 10 curl -sf -o /dev/null http://127.0.0.1:5001/v2/
+  serve_slowly "$tag" 3
+  local proxy=$SLOW_PROXY
   # Readable in itself, but inside a directory the user cannot search.
   mkdir -p /var/tmp/crisp-it/secret/inner && echo top-secret >/var/tmp/crisp-it/secret/inner/file
   chmod 0755 /var/tmp/crisp-it/secret/inner && chmod 0644 /var/tmp/crisp-it/secret/inner/file
@@ -162,10 +160,8 @@ test_entrypoint_output_is_bounded() {
 # must not outlive the job (the create finishes after the job's epilog).
 test_cancelled_named_create_does_not_linger() {
   local tag=cancel-$RANDOM$RANDOM name=crisp-it-cancel-$RANDOM
-  push_unique_image "crisp-test/busybox:$tag" 1
-  python3 "$CRISP_SRC/tests/integration/slow_registry.py" 5001 5000 5 2>"$LOGS/slow-registry.log" &
-  local proxy=$!
-  wait_until 10 curl -sf -o /dev/null http://127.0.0.1:5001/v2/
+  serve_slowly "$tag" 5
+  local proxy=$SLOW_PROXY
   as_user "${SRUN[@]}" -J "$name" --container-name=dev --container-image="127.0.0.1:5001/crisp-test/busybox:$tag" \
     true >/dev/null 2>&1 &
   local srun=$! job=

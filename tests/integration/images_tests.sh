@@ -36,14 +36,20 @@ push_unique_image() {
   return $rc
 }
 
+# serve_slowly TAG DELAY: pushes a fresh image crisp-test/busybox:TAG (never on a node yet)
+# and serves it at 127.0.0.1:5001, each blob DELAY seconds late; SLOW_PROXY is the proxy's pid.
+serve_slowly() {
+  push_unique_image "crisp-test/busybox:$1" 1
+  python3 "$CRISP_SRC/tests/integration/slow_registry.py" 5001 5000 "$2" 2>"$LOGS/slow-registry.log" &
+  SLOW_PROXY=$!
+  wait_until 10 curl -sf -o /dev/null http://127.0.0.1:5001/v2/
+}
+
 test_long_cold_pull_trips_no_slurm_timeout() {
   # Every blob takes 12 s through this proxy: the pull outlasts Slurm's MessageTimeout (10 s) twice over.
   local tag=slow-$RANDOM$RANDOM
-  push_unique_image "crisp-test/busybox:$tag" 1
-  python3 "$CRISP_SRC/tests/integration/slow_registry.py" 5001 5000 12 2>"$LOGS/slow-registry.log" &
-  local proxy=$!
-  wait_until 10 curl -sf -o /dev/null http://127.0.0.1:5001/v2/
-  local t0=$SECONDS
+  serve_slowly "$tag" 12
+  local proxy=$SLOW_PROXY t0=$SECONDS
   run as_user "${SRUN[@]}" --container-image="127.0.0.1:5001/crisp-test/busybox:$tag" sh -c 'test -f /payload && echo pulled-and-ran'
   local took=$((SECONDS - t0))
   kill "$proxy"; wait "$proxy" 2>/dev/null
