@@ -1,6 +1,7 @@
 #include "spank/join.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
@@ -22,6 +23,9 @@
 #ifndef MOVE_MOUNT_F_EMPTY_PATH
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
 #endif
+#ifndef MOVE_MOUNT_T_EMPTY_PATH
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
+#endif
 
 namespace crisp {
 namespace {
@@ -34,17 +38,32 @@ Status write_file(const std::string& path, const std::string& text) {
   return Ok{};
 }
 
-Status make_dirs(const std::string& path) {
-  std::string partial;
-  for (const std::string& part : split(path, '/')) {
-    if (part.empty()) continue;
-    partial += "/" + part;
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
-      return fail("cannot create " + partial + " in the container: " + errno_text(errno));
-  }
-  return Ok{};
+// openat2 without following any symlink: a path of the host's that the
+// user cannot have redirected, or one inside an image that cannot lead out
+// of the container's own directories.
+Fd open_no_symlinks(int dirfd, const std::string& path, uint64_t flags) {
+  open_how how{};
+  how.flags = flags | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  return Fd(static_cast<int>(syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how)));
 }
 
+// The directory at path inside the container, made where missing, never
+// through a symlink of the image's (root makes these directories).
+Result<Fd> make_dirs(const std::string& path) {
+  Fd dir = open_no_symlinks(AT_FDCWD, "/", O_PATH | O_DIRECTORY);
+  for (const std::string& part : split(path, '/')) {
+    if (part.empty() || !dir) continue;
+    if (mkdirat(dir.get(), part.c_str(), 0755) != 0 && errno != EEXIST)
+      return fail("cannot create " + part + " on the way to " + path + " in the container: " + errno_text(errno));
+    dir = open_no_symlinks(dir.get(), part, O_PATH | O_DIRECTORY);
+    if (!dir)
+      return fail("cannot reach " + path + " in the container" +
+                  (errno == ELOOP ? std::string(": the image has a symlink on the way") : ": " + errno_text(errno)));
+  }
+  if (!dir) return fail("cannot open the container's root: " + errno_text(errno));
+  return dir;
+}
 }  // namespace
 
 Result<Fd> open_holder_mount_ns(int holder_pid, uint64_t start_time, const char* holder_path_inside) {
@@ -80,7 +99,15 @@ Status join_mount_ns(int ns_fd) {
 namespace crisp {
 
 Result<Fd> clone_host_tree(const std::string& path) {
-  Fd fd(static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, path.c_str(), OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE)));
+  // Slurm's directory, under slurmd's spool: followed through no symlink, its parent root's.
+  Fd dir = open_no_symlinks(AT_FDCWD, path, O_PATH | O_DIRECTORY);
+  if (!dir) return fail("cannot take " + path + " into the container: " + errno_text(errno));
+  struct stat parent {};
+  Fd up = open_no_symlinks(dir.get(), "..", O_PATH | O_DIRECTORY);
+  if (!up || fstat(up.get(), &parent) != 0 || parent.st_uid != 0)
+    return fail("cannot take " + path + " into the container: its directory is not root's");
+  Fd fd(static_cast<int>(
+      syscall(SYS_open_tree, dir.get(), "", OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH)));
   if (!fd) return fail("cannot take " + path + " into the container: open_tree: " + errno_text(errno));
   return fd;
 }
@@ -92,17 +119,14 @@ Status attach_tree(int tree_fd, const std::string& target) {
   if (!lock_fd) return fail("cannot open the container's mount namespace: " + errno_text(errno));
   if (flock(lock_fd.get(), LOCK_EX) != 0) return fail("flock " + target + ": " + errno_text(errno));
   struct stat want {}, have {};
-  Status result = Ok{};
-  if (fstat(tree_fd, &want) != 0) {
-    result = fail("fstat " + target + ": " + errno_text(errno));
-  } else if (stat(target.c_str(), &have) == 0 && have.st_dev == want.st_dev && have.st_ino == want.st_ino) {
-    // already attached by another task
-  } else if (auto s = make_dirs(target); !s) {
-    result = s;
-  } else if (syscall(SYS_move_mount, tree_fd, "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {
-    result = fail("cannot mount " + target + " in the container: move_mount: " + errno_text(errno));
-  }
-  return result;  // closing lock_fd releases the lock
+  if (fstat(tree_fd, &want) != 0) return fail("fstat " + target + ": " + errno_text(errno));
+  auto dir = make_dirs(target);
+  if (!dir) return dir.take_error();
+  if (fstat(dir->get(), &have) == 0 && have.st_dev == want.st_dev && have.st_ino == want.st_ino)
+    return Ok{};  // already attached by another task
+  if (syscall(SYS_move_mount, tree_fd, "", dir->get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
+    return fail("cannot mount " + target + " in the container: move_mount: " + errno_text(errno));
+  return Ok{};  // closing lock_fd releases the lock
 }
 
 namespace {

@@ -21,7 +21,8 @@ Result<uint32_t> job_id(spank_t sp);
 
 // slurmd's spool directory (%n and %h expanded), where Slurm's PMIx plugin
 // makes each step's server directory. SPANK has no item for it; the plugin's
-// own socket, <spool>/stepd.slurm.pmix.<job>.<step>, listed in /proc/net/unix, tells.
+// own socket, <spool>/stepd.slurm.pmix.<job>.<step>, listed in /proc/net/unix
+// and held by this task's slurmstepd (any user may bind one of that name), tells.
 Result<std::string> pmix_spool_dir(uint32_t job_id, uint32_t step_id);
 
 // The one line a user sees for an error they can fix.

@@ -156,8 +156,9 @@ test_entrypoint_output_is_bounded() {
   expect "/run lost less than 8 MiB" equals "$(( (avail_before - avail_during) < (8 << 20) ))" 1
 }
 
-# Hole 10: a named container whose job is cancelled while its image is pulled
-# must not outlive the job (the create finishes after the job's epilog).
+# Hole 10: a named container whose job ends while its image is pulled (the
+# step's slurmstepd killed, the job cancelled, its epilog run) must not
+# outlive the job once the create finishes.
 test_cancelled_named_create_does_not_linger() {
   local tag=cancel-$RANDOM$RANDOM name=crisp-it-cancel-$RANDOM
   serve_slowly "$tag" 5
@@ -167,6 +168,7 @@ test_cancelled_named_create_does_not_linger() {
   local srun=$! job=
   for _ in $(seq 100); do job=$(named_job "$name"); [[ -n $job ]] && break; sleep 0.1; done
   sleep 2  # the pull is under way
+  pkill -KILL -f "slurmstepd: \[$job\.0\]"
   scancel "$job"
   wait "$srun"
   expect "the job ends" wait_until 60 job_finished "$job"
@@ -200,4 +202,35 @@ test_private_image_needs_the_users_own_credentials() {
   expect "user B with credentials the registry accepts runs it" equals "$OUT" private
   expect "without a second download" equals "$(blob_downloads)" "$downloads"
   rm -rf "$home/.config/enroot" /root/.config/enroot
+}
+
+# Hole 5: any user can bind a socket named like the step's PMIx server
+# (stepd.slurm.pmix.JOB.STEP) in a directory of theirs, next to a pmix.JOB.STEP
+# directory of their making; only slurmstepd's own socket may say where it is.
+test_forged_pmix_socket_is_not_followed() {
+  local next=$(( $(last_job) + 1 )) j
+  rm -rf /tmp/crisp-it-evil
+  as_user mkdir -p /tmp/crisp-it-evil
+  for j in $(seq "$next" $((next + 4))); do
+    as_user mkdir -p "/tmp/crisp-it-evil/pmix.$j.0" && as_user touch "/tmp/crisp-it-evil/pmix.$j.0/forged"
+  done
+  as_user python3 - "$next" <<'EOF2' &
+import os, socket, sys, time
+first = int(sys.argv[1])
+held = []
+for j in range(first, first + 5):
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(f"/tmp/crisp-it-evil/stepd.slurm.pmix.{j}.0")
+    s.listen(1)
+    held.append(s)
+time.sleep(30)
+EOF2
+  local binder=$!
+  wait_until 10 test -S "/tmp/crisp-it-evil/stepd.slurm.pmix.$next.0"
+  run as_user "${SRUN[@]}" -w "$(hostname -s)" --mpi=pmix -n2 --container-image="$TEST_IMAGE" \
+    sh -c 'ls -d "$PMIX_SERVER_TMPDIR" >/dev/null && echo ok-$PMIX_RANK; ls -R /tmp/crisp-it-evil 2>/dev/null'
+  kill "$binder" 2>/dev/null; pkill -u "$TEST_USER" -f "crisp-it-evil" 2>/dev/null; wait "$binder" 2>/dev/null
+  expect "the step's own PMIx directory reaches every task" equals "$(grep ok- <<<"$OUT" | sort)" $'ok-0\nok-1'
+  expect "the forged one is not mounted" lacks "$OUT" forged
+  rm -rf /tmp/crisp-it-evil
 }

@@ -40,6 +40,7 @@ t connection_flood_does_not_starve_steps
 t entrypoint_output_is_bounded
 t cancelled_named_create_does_not_linger
 t private_image_needs_the_users_own_credentials
+t forged_pmix_socket_is_not_followed
 t crispctl_pull
 t container_name_kept_across_steps
 t container_scope_global

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <signal.h>
@@ -97,6 +99,40 @@ TEST(JoinHolder, PidAndStartTimeNameTheHolderAlone) {
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   EXPECT_FALSE(crisp::open_holder_mount_ns(child, *started, self).ok()) << "it exited";
+}
+
+// The PMIx directory: taken on the host through no symlink, and attached in the
+// image through none (root makes the directories on the way).
+TEST(JoinPmix, NoSymlinkIsFollowedOnEitherSide) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (mounts, chroot)";
+  char tmpl[] = "/tmp/crisp-pmix-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string root = tmpl;
+  ASSERT_EQ(mkdir((root + "/spool").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((root + "/spool/pmix.1.0").c_str(), 0700), 0);
+  ASSERT_EQ(symlink((root + "/spool").c_str(), (root + "/link").c_str()), 0);
+  EXPECT_FALSE(crisp::clone_host_tree(root + "/link/pmix.1.0").ok()) << "a symlink on the host side";
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // A container of our own: a private mount namespace whose root is an "image" with a symlink.
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(10);
+    auto tree = crisp::clone_host_tree(root + "/spool/pmix.1.0");
+    if (!tree) _exit(11);
+    std::string image = root + "/image";
+    if (mkdir(image.c_str(), 0755) != 0 || mkdir((image + "/var").c_str(), 0755) != 0 ||
+        symlink("/etc", (image + "/var/spool").c_str()) != 0 || mkdir((image + "/proc").c_str(), 0755) != 0 ||
+        mount("proc", (image + "/proc").c_str(), "proc", 0, nullptr) != 0 || chroot(image.c_str()) != 0 || chdir("/") != 0)
+      _exit(12);
+    auto through_link = crisp::attach_tree(tree->get(), "/var/spool/pmix.1.0");
+    if (through_link || through_link.error().find("the image has a symlink on the way") == std::string::npos) _exit(13);
+    _exit(crisp::attach_tree(tree->get(), "/var/other/pmix.1.0").ok() ? 0 : 14);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "exit " << WEXITSTATUS(status);
+  EXPECT_NE(access((root + "/image/etc/pmix.1.0").c_str(), F_OK), 0) << "nothing made through the symlink";
+  (void)!system(("rm -rf " + root).c_str());
 }
 
 }  // namespace
