@@ -96,6 +96,41 @@ std::string ImageRef::canonical() const {
   return out;
 }
 
+namespace {
+
+// enroot's [USER@]REGISTRY#IMAGE, or USER@IMAGE: fills ref's user and registry, returns the rest.
+Result<std::string_view> take_user_and_registry(std::string_view text, std::string_view rest, ImageRef& ref) {
+  size_t hash = rest.find('#');
+  if (hash == std::string_view::npos) {
+    // USER@IMAGE without a registry: a bare user name, then '@' and no digest.
+    size_t at = rest.find('@');
+    if (at == std::string_view::npos || names_a_digest(rest.substr(at + 1)) ||
+        rest.substr(0, at).find_first_of("/:") != std::string_view::npos)
+      return rest;
+    ref.user = rest.substr(0, at);
+    if (ref.user.empty()) return bad(text, "the user before '@' is empty");
+    return rest.substr(at + 1);
+  }
+  std::string_view head = rest.substr(0, hash);
+  size_t at = head.find('@');
+  if (at != std::string_view::npos) {
+    ref.user = head.substr(0, at);
+    head.remove_prefix(at + 1);
+    if (ref.user.empty()) return bad(text, "the user before '@' is empty");
+  }
+  if (!valid_registry(head)) return bad(text, "'" + std::string(head) + "' is not a registry host[:port]");
+  // Written REGISTRY/IMAGE for containerd, a bare name would be read as a Docker Hub user's.
+  if (!looks_like_registry(head))
+    return bad(text, "registry '" + std::string(head) + "' needs a dot or a port (" + std::string(head) +
+                         ".example.com, " + std::string(head) + ":5000) or must be localhost");
+  ref.registry = head;
+  return rest.substr(hash + 1);
+}
+
+Result<ImageRef> parse_path(std::string_view text, std::string_view path, ImageRef ref);
+
+}  // namespace
+
 Result<ImageRef> parse_image_ref(std::string_view text) {
   std::string_view rest = text;
   if (starts_with(rest, "docker://")) rest.remove_prefix(9);
@@ -104,36 +139,15 @@ Result<ImageRef> parse_image_ref(std::string_view text) {
     return bad(text, "image files (squashfs) are not supported, push the image to a registry");
 
   ImageRef ref;
-  std::string_view path;
-  size_t hash = rest.find('#');
-  if (hash != std::string_view::npos) {
-    // enroot form: [USER@]REGISTRY#IMAGE
-    std::string_view head = rest.substr(0, hash);
-    path = rest.substr(hash + 1);
-    size_t at = head.find('@');
-    if (at != std::string_view::npos) {
-      ref.user = head.substr(0, at);
-      head.remove_prefix(at + 1);
-      if (ref.user.empty()) return bad(text, "the user before '@' is empty");
-    }
-    if (!valid_registry(head)) return bad(text, "'" + std::string(head) + "' is not a registry host[:port]");
-    // Written REGISTRY/IMAGE for containerd, a bare name would be read as a Docker Hub user's.
-    if (!looks_like_registry(head))
-      return bad(text, "registry '" + std::string(head) + "' needs a dot or a port (" + std::string(head) +
-                           ".example.com, " + std::string(head) + ":5000) or must be localhost");
-    ref.registry = head;
-  } else {
-    path = rest;
-    // enroot's USER@IMAGE without a registry: a bare user name, then '@' and no digest.
-    size_t at = rest.find('@');
-    if (at != std::string_view::npos && !names_a_digest(rest.substr(at + 1)) &&
-        rest.substr(0, at).find_first_of("/:") == std::string_view::npos) {
-      ref.user = rest.substr(0, at);
-      if (ref.user.empty()) return bad(text, "the user before '@' is empty");
-      path = rest.substr(at + 1);
-    }
-  }
+  auto path = take_user_and_registry(text, rest, ref);
+  if (!path) return path.take_error();
+  return parse_path(text, *path, ref);
+}
 
+namespace {
+
+// Tag, digest and repository of what follows the registry.
+Result<ImageRef> parse_path(std::string_view text, std::string_view path, ImageRef ref) {
   size_t at = path.find('@');
   if (at != std::string_view::npos) {
     ref.digest = path.substr(at + 1);
@@ -170,5 +184,7 @@ Result<ImageRef> parse_image_ref(std::string_view text) {
   if (ref.tag.empty() && ref.digest.empty()) ref.tag = "latest";
   return ref;
 }
+
+}  // namespace
 
 }  // namespace crisp
