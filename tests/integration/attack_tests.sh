@@ -208,28 +208,30 @@ test_private_image_needs_the_users_own_credentials() {
 # (stepd.slurm.pmix.JOB.STEP) in a directory of theirs, next to a pmix.JOB.STEP
 # directory of their making; only slurmstepd's own socket may say where it is.
 test_forged_pmix_socket_is_not_followed() {
-  local next=$(( $(last_job) + 1 )) j
+  local next=$(( $(last_job) + 1 ))
   rm -rf /tmp/crisp-it-evil
-  as_user mkdir -p /tmp/crisp-it-evil
-  for j in $(seq "$next" $((next + 4))); do
-    as_user mkdir -p "/tmp/crisp-it-evil/pmix.$j.0" && as_user touch "/tmp/crisp-it-evil/pmix.$j.0/forged"
-  done
-  as_user python3 - "$next" <<'EOF2' &
+  # Many directories, so that one of the forged sockets is listed before the real one.
+  as_user python3 - "$next" >/dev/null <<'EOF2' &
 import os, socket, sys, time
-first = int(sys.argv[1])
+job = int(sys.argv[1])
 held = []
-for j in range(first, first + 5):
+for d in range(150):
+    base = f"/tmp/crisp-it-evil/d{d}"
+    os.makedirs(f"{base}/pmix.{job}.0", exist_ok=True)
+    open(f"{base}/pmix.{job}.0/forged", "w").close()
     s = socket.socket(socket.AF_UNIX)
-    s.bind(f"/tmp/crisp-it-evil/stepd.slurm.pmix.{j}.0")
+    s.bind(f"{base}/stepd.slurm.pmix.{job}.0")
     s.listen(1)
     held.append(s)
+print("bound", flush=True)
 time.sleep(30)
 EOF2
   local binder=$!
-  wait_until 10 test -S "/tmp/crisp-it-evil/stepd.slurm.pmix.$next.0"
+  wait_until 20 test -S "/tmp/crisp-it-evil/d149/stepd.slurm.pmix.$next.0"
   run as_user "${SRUN[@]}" -w "$(hostname -s)" --mpi=pmix -n2 --container-image="$TEST_IMAGE" \
     sh -c 'ls -d "$PMIX_SERVER_TMPDIR" >/dev/null && echo ok-$PMIX_RANK; ls -R /tmp/crisp-it-evil 2>/dev/null'
-  kill "$binder" 2>/dev/null; pkill -u "$TEST_USER" -f "crisp-it-evil" 2>/dev/null; wait "$binder" 2>/dev/null
+  pkill -u "$TEST_USER" -f "crisp-it-evil" 2>/dev/null; kill "$binder" 2>/dev/null; wait "$binder" 2>/dev/null
+  expect "it ran as job $next, which the forged sockets name" equals "$(last_job)" "$next"
   expect "the step's own PMIx directory reaches every task" equals "$(grep ok- <<<"$OUT" | sort)" $'ok-0\nok-1'
   expect "the forged one is not mounted" lacks "$OUT" forged
   rm -rf /tmp/crisp-it-evil
