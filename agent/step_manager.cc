@@ -5,6 +5,8 @@
 #include "agent/cri/labels.h"
 #include "agent/host/hca_view.h"
 #include "agent/host/host_mounts.h"
+#include "common/cgroups.h"
+#include "common/files.h"
 #include "common/log.h"
 #include "common/slurm_ids.h"
 #include "common/time.h"
@@ -69,6 +71,7 @@ Result<cri::PodSandbox> StepManager::find_or_run_user_sandbox(uint32_t uid, cons
 Status StepManager::remove_containers(const std::vector<cri::Container>& containers, v1::ReleaseResponse& out) {
   Status result = Ok{};
   for (const cri::Container& c : containers) {
+    std::vector<std::string> adopted = adopted_cgroups(c);
     // The holder exits on SIGTERM, so the stop is quick; remove alone would SIGKILL it.
     if (auto s = cri_.stop_container(c.id(), settings_.stop_timeout_s); !s)
       log_warn("stopping container " + c.id() + ": " + s.error());
@@ -81,8 +84,25 @@ Status StepManager::remove_containers(const std::vector<cri::Container>& contain
     touch_sandbox(c.pod_sandbox_id());
     if (auto dir = labels::value_of(c.labels(), labels::kTmpfs); !dir.empty()) remove_mount_root(dir);
     if (auto dir = labels::value_of(c.labels(), labels::kHcaView); !dir.empty()) remove_hca_view(dir);
+    // Stopping the holder leaves what it started: they are in the job's (or user's) cgroup now.
+    for (const std::string& dir : adopted) kill_cgroup_processes(dir);
   }
   return result;
+}
+
+// A named container's processes were moved into its job's (or user's) Slurm
+// cgroups, which hold nothing else; an unnamed one's are in its step's, which
+// Slurm empties itself at the step's end.
+std::vector<std::string> StepManager::adopted_cgroups(const cri::Container& c) {
+  std::vector<std::string> dirs;
+  if (labels::value_of(c.labels(), labels::kName).empty() || c.state() != cri::CONTAINER_RUNNING) return dirs;
+  auto pid = holder_pid(c.id());
+  auto text = pid ? read_text("/proc/" + std::to_string(*pid) + "/cgroup", 1 << 16) : Result<std::string>(fail(""));
+  if (!text) return dirs;
+  for (const CgroupOf& g : parse_proc_cgroup(*text))
+    if (!g.controllers.empty() && slurm_cgroup_at(g.path, SlurmLevel::kUser) && !slurm_cgroup_at(g.path, SlurmLevel::kStep))
+      dirs.push_back(hierarchy_dir(g.controllers) + g.path);
+  return dirs;
 }
 
 Status StepManager::remove_sandbox_if_empty(const cri::PodSandbox& sandbox, bool& removed) {

@@ -97,6 +97,7 @@ class StepManager {
   // Call with lock_user(uid) held.
   Result<cri::PodSandbox> find_or_run_user_sandbox(uint32_t uid, const std::string& user);
   void touch_sandbox(const std::string& sandbox_id);
+  std::vector<std::string> adopted_cgroups(const cri::Container& c);
   std::shared_ptr<std::shared_mutex> slot(uint64_t key);
   void forget_job_lock(uint32_t job_id);
   Labels job_selector(uint32_t job_id) const;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -73,15 +74,18 @@ Status adopt_container_processes(int holder_pid, SlurmLevel level) {
   auto theirs = read_text("/proc/" + std::to_string(holder_pid) + "/cgroup", 1 << 16);
   if (!mine) return mine.take_error();
   if (!theirs) return fail("the container's holder " + std::to_string(holder_pid) + " is gone: " + theirs.error());
-  std::vector<CgroupOf> holder = parse_proc_cgroup(*theirs);
-  for (const CgroupOf& c : parse_proc_cgroup(*mine)) {
-    auto target = slurm_cgroup_at(c.path, level);
-    if (c.controllers.empty() || !target) continue;  // not a hierarchy of Slurm's
-    for (const CgroupOf& h : holder) {
-      if (h.controllers != c.controllers || h.path == *target) continue;
-      std::string dir = hierarchy_dir(c.controllers);
-      if (auto s = move_all(dir + h.path, dir + *target); !s) return s;
-    }
+  // Slurm's path for this step, from any hierarchy the task is already in
+  // (proctrack adds it to the freezer's only later): the same in each of Slurm's.
+  std::optional<std::string> target;
+  for (const CgroupOf& c : parse_proc_cgroup(*mine))
+    if (!target && !c.controllers.empty()) target = slurm_cgroup_at(c.path, level);
+  if (!target) return Ok{};  // no cgroups of Slurm's on this node
+  for (const CgroupOf& h : parse_proc_cgroup(*theirs)) {
+    if (h.controllers.empty() || h.path == *target) continue;
+    std::string dir = hierarchy_dir(h.controllers);
+    struct stat st {};
+    if (stat((dir + *target).c_str(), &st) != 0) continue;  // a hierarchy Slurm does not use
+    if (auto s = move_all(dir + h.path, dir + *target); !s) return s;
   }
   return Ok{};
 }

@@ -62,11 +62,16 @@ node2_start_slurmd() {
   in_node2_net /usr/sbin/slurmd -N "$NODE2"
 }
 
-node2_stop() {
+node2_stop_slurmd() {
   [[ -e $NODE2_MNT ]] && in_node2 true 2>/dev/null || return 0
   local pid
   pid=$(in_node2 cat /var/spool/slurmd/slurmd.pid 2>/dev/null || true)
   [[ -n $pid ]] && kill "$pid" 2>/dev/null || true
+}
+
+node2_stop() {
+  [[ -e $NODE2_MNT ]] && in_node2 true 2>/dev/null || return 0
+  node2_stop_slurmd
   stop_daemon "$RUN/crispd-n2.pid"
   if in_node2 test -S "$CONTAINERD_SOCK"; then
     for c in $(in_node2 ctr --address "$CONTAINERD_SOCK" -n k8s.io tasks ls -q 2>/dev/null); do

@@ -73,6 +73,8 @@ id "$TEST_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash -u 2001 -G "$TEST_GRO
 say "configuring and starting Slurm"
 node=$(hostname -s)
 mkdir -p /etc/slurm/plugstack.conf.d /var/spool/slurmctld /var/spool/slurmd /var/log/slurm
+slurm_conf_sum() { cat /etc/slurm/slurm.conf /etc/slurm/cgroup.conf 2>/dev/null | md5sum || true; }
+conf_before=$(slurm_conf_sum)
 cat >/etc/slurm/slurm.conf <<CONF
 # Written by crisp's dev/up.sh: a two-node cluster on this machine.
 ClusterName=crisp-dev
@@ -87,8 +89,10 @@ SlurmdPidFile=/var/spool/slurmd/slurmd.pid
 SlurmctldLogFile=$LOGS/slurmctld.log
 SlurmdLogFile=$LOGS/slurmd-%n.log
 SlurmdDebug=info
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+# As production GPU sites run it: each job and step in cgroups of its own, with
+# its cores, memory and devices constrained (cgroup.conf); Slurm kills by cgroup.
+ProctrackType=proctrack/cgroup
+TaskPlugin=task/cgroup,task/affinity
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SelectType=select/cons_tres
@@ -101,11 +105,24 @@ SlurmdParameters=config_overrides
 PlugStackConfig=/etc/slurm/plugstack.conf
 # Four fake GPUs on this node (dev/fake_gpus.sh).
 GresTypes=gpu
-NodeName=$node NodeAddr=$NODE1_IP CPUs=32 Gres=gpu:4 State=UNKNOWN
-NodeName=$NODE2 NodeAddr=$NODE2_IP CPUs=32 State=UNKNOWN
+NodeName=$node NodeAddr=$NODE1_IP CPUs=32 RealMemory=8000 Gres=gpu:4 State=UNKNOWN
+NodeName=$NODE2 NodeAddr=$NODE2_IP CPUs=32 RealMemory=8000 State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 PartitionName=multi Nodes=$node,$NODE2 MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
+cat >/etc/slurm/cgroup.conf <<CONF
+CgroupPlugin=cgroup/v1
+ConstrainCores=yes
+ConstrainRAMSpace=yes
+ConstrainDevices=yes
+CONF
+# Slurm reads its plugins' choice at start only: restart it when that changed.
+if [[ $(slurm_conf_sum) != "$conf_before" ]]; then
+  [[ -f /var/spool/slurmd/slurmd.pid ]] && kill "$(cat /var/spool/slurmd/slurmd.pid)" 2>/dev/null
+  node2_stop_slurmd
+  stop_daemon "$RUN/slurmctld.pid"
+  wait_for "slurmd to stop" 15 bash -c '! pgrep -x slurmd'
+fi
 echo "include /etc/slurm/plugstack.conf.d/*.conf" >/etc/slurm/plugstack.conf
 echo "required $SLURM_PLUGINDIR/spank_crisp.so socket=$CRISPD_SOCK" >/etc/slurm/plugstack.conf.d/crisp.conf
 if [[ ! -f $RUN/slurmctld.pid ]] || ! kill -0 "$(cat "$RUN/slurmctld.pid")" 2>/dev/null; then

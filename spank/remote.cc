@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 
+#include "common/cgroups.h"
 #include "common/client.h"
 #include "common/env.h"
 #include "common/layout.h"
@@ -121,6 +122,14 @@ int remote_task_init_privileged(spank_t sp) {
     auto spool = seam::pmix_spool_dir(st.step.job_id, st.step.step_id);
     if (!spool) return fail_task(sp, spool.error());
     pmix_dir = *spool + "/pmix." + std::to_string(st.step.job_id) + "." + std::to_string(st.step.step_id);
+  }
+  // The container's processes (its holder, what an entrypoint left running)
+  // into this task's Slurm cgroups: the job's limits, and Slurm's kill at the end.
+  if (seam::local_task_id(sp) == 0 && !st.container.attached()) {
+    SlurmLevel level = st.opts.name.empty() ? SlurmLevel::kStep
+                       : plugin_state().config.global_scope ? SlurmLevel::kUser : SlurmLevel::kJob;
+    if (auto s = adopt_container_processes(st.container.holder_pid(), level); !s)
+      return fail_task(sp, "cannot put the container in the job's cgroups: " + s.error());
   }
   Fd tree_fd;
   if (pmix_dir) {

@@ -1,9 +1,10 @@
 #!/bin/bash
 # Builds the test images locally and pushes them to the local registry:
 #   crisp-test/busybox   busybox-static, a setuid probe, its own os-release
-#   crisp-test/entrypoint, bad-entrypoint, noisy-entrypoint, pytorch-env
-#                        busybox variants with an entrypoint, a failing one, one
-#                        that floods its output, and PYTORCH_VERSION set
+#   crisp-test/entrypoint, bad-entrypoint, noisy-entrypoint, daemon-entrypoint,
+#   pytorch-env          busybox variants with an entrypoint, a failing one, one
+#                        that floods its output, one that leaves a process
+#                        running, and PYTORCH_VERSION set
 #   crisp-test/debian    a debootstrap minbase of Debian 11 (not the host's release)
 #   crisp-test/mpi       Debian 12 minbase with OpenMPI and MPICH, and the MPI test
 #                        program built on the host against each
@@ -67,6 +68,11 @@ echo "the flood is over"
 exec "$@"
 EP
 chmod 755 "$work/noisy/entrypoint.sh"
+cp -a "$r" "$work/daemon"
+printf '#!/bin/sh\n# Leaves a process running, as a service start script would, then runs its arguments.\n/bin/sh /crisp-bg.sh &\nexec "$@"\n' \
+  >"$work/daemon/entrypoint.sh"
+printf 'while :; do sleep 1; done\n' >"$work/daemon/crisp-bg.sh"
+chmod 755 "$work/daemon/entrypoint.sh"
 cp -a "$r" "$work/torch"
 cp -a "$r" "$work/private"
 push_rootfs "$r" crisp-test/busybox:latest \
@@ -79,6 +85,8 @@ push_rootfs "$work/entry" crisp-test/entrypoint:latest --config.env=PATH=/usr/bi
 push_rootfs "$work/badentry" crisp-test/bad-entrypoint:latest --config.env=PATH=/usr/bin:/bin \
   --config.entrypoint=/entrypoint.sh
 push_rootfs "$work/noisy" crisp-test/noisy-entrypoint:latest --config.env=PATH=/usr/bin:/bin \
+  --config.entrypoint=/entrypoint.sh
+push_rootfs "$work/daemon" crisp-test/daemon-entrypoint:latest --config.env=PATH=/usr/bin:/bin \
   --config.entrypoint=/entrypoint.sh
 # Looks like a PyTorch image to the plugin (NGC images set PYTORCH_VERSION); MASTER_PORT is the image's.
 push_rootfs "$work/torch" crisp-test/pytorch-env:latest --config.env=PATH=/usr/bin:/bin \

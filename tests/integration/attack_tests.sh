@@ -236,3 +236,40 @@ EOF2
   expect "the forged one is not mounted" lacks "$OUT" forged
   rm -rf /tmp/crisp-it-evil
 }
+
+# Hole 4: what an image's entrypoint leaves running in the background is in
+# the job's cgroups (its CPU, memory and device limits) and dies with the job.
+bg_loop_pids() { pgrep -f "crisp-bg.sh" -u "$TEST_USER"; }
+no_bg_loop() { [[ -z $(bg_loop_pids) ]]; }
+test_container_processes_stay_in_the_jobs_cgroup() {
+  local name=crisp-it-bg-$RANDOM
+  as_user "${SRUN[@]}" -J "$name" --container-image="$REGISTRY/crisp-test/daemon-entrypoint:latest" \
+    --container-entrypoint sleep 300 >/dev/null 2>&1 &
+  local srun=$! job pid
+  job=$(running_job "$name")
+  wait_until 10 bg_loop_pids >/dev/null
+  pid=$(bg_loop_pids | head -1)
+  expect "the entrypoint's background loop runs" test -n "$pid"
+  # Moved there by the step's first task, once it starts.
+  expect "its memory cgroup is the step's" wait_until 10 grep -qE "memory:/slurm[^/]*/uid_[0-9]+/job_$job/step_0\$" "/proc/$pid/cgroup"
+  expect "and its devices' and freezer's" equals \
+    "$(grep -cE "(devices|freezer):/slurm[^/]*/uid_[0-9]+/job_$job/step_0\$" "/proc/$pid/cgroup")" 2
+  scancel "$job"; wait "$srun"
+  expect "nothing of it runs after scancel" wait_until 20 no_bg_loop
+  pkill -u "$TEST_USER" -f crisp-bg.sh 2>/dev/null
+}
+
+test_named_container_processes_die_with_the_job() {
+  local name=crisp-it-bgn-$RANDOM
+  as_user "${SRUN[@]}" -J "$name" --container-name=svc --container-image="$REGISTRY/crisp-test/daemon-entrypoint:latest" \
+    --container-entrypoint sleep 300 >/dev/null 2>&1 &
+  local srun=$! job pid
+  job=$(running_job "$name")
+  wait_until 10 bg_loop_pids >/dev/null
+  pid=$(bg_loop_pids | head -1)
+  expect "a named container's background loop is in its job's cgroup" \
+    wait_until 10 grep -qE "memory:/slurm[^/]*/uid_[0-9]+/job_$job\$" "/proc/$pid/cgroup"
+  scancel "$job"; wait "$srun"
+  expect "nothing of it runs once the job ends" wait_until 30 no_bg_loop
+  pkill -u "$TEST_USER" -f crisp-bg.sh 2>/dev/null
+}

@@ -41,6 +41,8 @@ t entrypoint_output_is_bounded
 t cancelled_named_create_does_not_linger
 t private_image_needs_the_users_own_credentials
 t forged_pmix_socket_is_not_followed
+t container_processes_stay_in_the_jobs_cgroup
+t named_container_processes_die_with_the_job
 t crispctl_pull
 t container_name_kept_across_steps
 t container_scope_global

@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "common/cgroups.h"
 #include "common/env.h"
 #include "common/fd.h"
 #include "common/files.h"
@@ -145,6 +146,28 @@ TEST(LogLevel, Names) {
   EXPECT_TRUE(crisp::parse_log_level("warn", l));
   EXPECT_EQ(l, crisp::LogLevel::warn);
   EXPECT_FALSE(crisp::parse_log_level("verbose", l));
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Cgroups, SlurmsTreeCutAtTheContainersLevel) {
+  auto lines = crisp::parse_proc_cgroup(
+      "6:freezer:/slurm_vm/uid_5/job_7/step_0\n4:memory:/slurm_vm/uid_5/job_7/step_0/task_1\n1:name=systemd:/init.scope\n0::/\n");
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[1].controllers, "memory");
+  EXPECT_EQ(lines[3].controllers, "") << "the v2 line";
+  const std::string task = lines[1].path;
+  EXPECT_EQ(crisp::slurm_cgroup_at(task, crisp::SlurmLevel::kStep), "/slurm_vm/uid_5/job_7/step_0");
+  EXPECT_EQ(crisp::slurm_cgroup_at(task, crisp::SlurmLevel::kJob), "/slurm_vm/uid_5/job_7");
+  EXPECT_EQ(crisp::slurm_cgroup_at(task, crisp::SlurmLevel::kUser), "/slurm_vm/uid_5");
+  EXPECT_EQ(crisp::slurm_cgroup_at("/slurm/uid_5/job_7/step_batch", crisp::SlurmLevel::kStep), "/slurm/uid_5/job_7/step_batch");
+  EXPECT_FALSE(crisp::slurm_cgroup_at("/k8s.io/abc", crisp::SlurmLevel::kJob)) << "containerd's: not Slurm's";
+  EXPECT_EQ(crisp::hierarchy_dir("memory"), "/sys/fs/cgroup/memory");
+  EXPECT_EQ(crisp::hierarchy_dir("name=systemd"), "/sys/fs/cgroup/systemd");
+  EXPECT_TRUE(crisp::adopt_container_processes(getpid(), crisp::SlurmLevel::kStep).ok())
+      << "outside Slurm's cgroups: nothing to do";
 }
 
 }  // namespace
