@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <thread>
+#include <vector>
 
 #include "common/client.h"
 
@@ -93,6 +94,40 @@ TEST(Client, HungAgentTimesOutOnSilence) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find("did not answer within 1 s: is it hung?"), std::string::npos) << r.error();
   EXPECT_LT(took, 5s);
+}
+
+// A crispd that accepts nothing (stopped, or its backlog full of a user's
+// connections): connect() itself would wait for ever on a blocking socket.
+TEST(Client, AFullBacklogTimesOutInConnect) {
+  std::string path = "/tmp/crisp-full-" + std::to_string(getpid()) + ".sock";
+  int l = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  unlink(path.c_str());
+  ASSERT_EQ(bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(l, 0), 0);
+  std::vector<int> fillers;
+  for (int i = 0; i < 8; ++i) {  // never accepted: the backlog fills
+    int f = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (connect(f, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      close(f);
+      break;
+    }
+    fillers.push_back(f);
+  }
+  crisp::v1::Request req;
+  req.mutable_stats();
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = crisp::call_agent(path, req, 500ms, 500ms);
+  auto took = std::chrono::steady_clock::now() - t0;
+  for (int f : fillers) close(f);
+  close(l);
+  unlink(path.c_str());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error_kind(), crisp::ErrorKind::kTimedOut) << r.error();
+  EXPECT_NE(r.error().find("accepts no connection: is it hung?"), std::string::npos) << r.error();
+  EXPECT_LT(took, 3s);
 }
 
 }  // namespace
