@@ -60,9 +60,9 @@ secs=$((SECONDS - t0))
 count_left() {
   local n=$1
   local ctrs sbs mounts dirs logs
-  ctrs=$(node_run "$n" ctr --address "$CONTAINERD_SOCK" -n k8s.io containers ls -q 'labels."crisp.slurm/managed"==true' | wc -l)
+  ctrs=$(node_run "$n" ctr --address "$CONTAINERD_SOCK" -n k8s.io containers ls -q 'labels."crisp.slurm/managed"==true,labels."io.cri-containerd.kind"==container' | wc -l)
   sbs=$(node_run "$n" ctr --address "$CONTAINERD_SOCK" -n k8s.io containers ls -q 'labels."io.cri-containerd.kind"==sandbox' | wc -l)
-  mounts=$(node_run "$n" grep -c -e " /run/crisp/tmpfs" -e " /run/crisp/tmpfs-hca" /proc/self/mountinfo)
+  mounts=$(node_run "$n" grep -c -e " /run/crisp/tmpfs" -e " /run/crisp/tmpfs-hca" /proc/self/mountinfo || true)
   dirs=$(node_run "$n" sh -c 'find /run/crisp/tmpfs /run/crisp/tmpfs-hca -mindepth 1 -maxdepth 1 2>/dev/null | wc -l')
   logs=$(node_run "$n" sh -c 'ls -A /run/crisp/logs 2>/dev/null | wc -l')
   echo "$ctrs $sbs $mounts $dirs $logs"
