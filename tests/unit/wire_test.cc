@@ -74,16 +74,23 @@ TEST(Client, AgentNotRunningFailsAtOnceWithAHint) {
 
 namespace {
 
-TEST(Client, HungAgentTimesOutOnSilence) {
-  // A listener that accepts (through the backlog) and never answers, as a stopped crispd does.
-  std::string path = "/tmp/crisp-hung-" + std::to_string(getpid()) + ".sock";
+// A listening Unix socket at path that never accepts; addr is its address.
+int listen_only(const std::string& path, int backlog, sockaddr_un& addr) {
   int l = socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un addr{};
+  addr = {};
   addr.sun_family = AF_UNIX;
   std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
   unlink(path.c_str());
-  ASSERT_EQ(bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(l, 4), 0);
+  if (bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(l, backlog) != 0) return -1;
+  return l;
+}
+
+TEST(Client, HungAgentTimesOutOnSilence) {
+  // A listener that accepts (through the backlog) and never answers, as a stopped crispd does.
+  std::string path = "/tmp/crisp-hung-" + std::to_string(getpid()) + ".sock";
+  sockaddr_un addr{};
+  int l = listen_only(path, 4, addr);
+  ASSERT_GE(l, 0);
   crisp::v1::Request req;
   req.mutable_stats();
   auto t0 = std::chrono::steady_clock::now();
@@ -100,13 +107,9 @@ TEST(Client, HungAgentTimesOutOnSilence) {
 // connections): connect() itself would wait for ever on a blocking socket.
 TEST(Client, AFullBacklogTimesOutInConnect) {
   std::string path = "/tmp/crisp-full-" + std::to_string(getpid()) + ".sock";
-  int l = socket(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-  unlink(path.c_str());
-  ASSERT_EQ(bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(l, 0), 0);
+  int l = listen_only(path, 0, addr);
+  ASSERT_GE(l, 0);
   std::vector<int> fillers;
   for (int i = 0; i < 8; ++i) {  // never accepted: the backlog fills
     int f = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
