@@ -97,6 +97,23 @@ void Server::serve(const std::atomic<bool>& stop) {
   listen_fd_.reset();
 }
 
+bool Server::may_log_user_noise() {
+  std::lock_guard lock(noise_mu_);
+  auto now = std::chrono::steady_clock::now();
+  if (now - noise_window_ > std::chrono::seconds(10)) {
+    if (noise_dropped_) log_warn(std::to_string(noise_dropped_) + " more lines like the last were not logged");
+    noise_window_ = now;
+    noise_lines_ = 0;
+    noise_dropped_ = 0;
+  }
+  if (noise_lines_ < 20) {
+    noise_lines_++;
+    return true;
+  }
+  noise_dropped_++;
+  return false;
+}
+
 bool Server::admit(const Peer& peer) {
   std::lock_guard lock(slots_mu_);
   if (peer.uid == 0) {
@@ -106,9 +123,10 @@ bool Server::admit(const Peer& peer) {
   }
   int& mine = per_user_[peer.uid];
   if (mine >= kMaxPerUser || user_slots_ >= kMaxUsers) {
+    std::string counts = std::to_string(mine) + " of its own and " + std::to_string(user_slots_) + " of all users open";
     if (mine == 0) per_user_.erase(peer.uid);
-    log_warn("refused a connection of uid " + std::to_string(peer.uid) + " (pid " + std::to_string(peer.pid) +
-             "): " + std::to_string(mine) + " of its own and " + std::to_string(user_slots_) + " of all users open");
+    if (may_log_user_noise())
+      log_warn("refused a connection of uid " + std::to_string(peer.uid) + " (pid " + std::to_string(peer.pid) + "): " + counts);
     return false;
   }
   mine++;
@@ -129,7 +147,7 @@ void Server::leave(const Peer& peer) {
 void Server::serve_connection(int fd, const Peer& peer) {
   auto frame = read_frame(fd, Deadline(kIoTimeout), peer.uid == 0 ? kMaxFrame : kMaxUserFrame);
   if (!frame) {
-    if (frame.error_kind() != ErrorKind::kClosed)
+    if (frame.error_kind() != ErrorKind::kClosed && (peer.uid == 0 || may_log_user_noise()))
       log_warn("reading a request from pid " + std::to_string(peer.pid) + " (uid " + std::to_string(peer.uid) +
                "): " + frame.error());
     return;
@@ -171,7 +189,7 @@ v1::Response Server::handle_safely(const v1::Request& req, const Peer& peer) {
   std::string who = "uid " + std::to_string(peer.uid) + " (pid " + std::to_string(peer.pid) + ")";
   try {
     v1::Response r = handle(req, peer);
-    if (!r.error().empty()) log_info("request of " + who + " failed: " + r.error());
+    if (!r.error().empty() && (peer.uid == 0 || may_log_user_noise())) log_info("request of " + who + " failed: " + r.error());
     return r;
   } catch (const std::exception& e) {
     log_error("a request of " + who + " raised an exception: " + e.what());

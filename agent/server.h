@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <string>
@@ -48,6 +49,8 @@ class Server {
  private:
   // Takes a connection slot for peer, or says why there is none.
   bool admit(const Peer& peer);
+  // What a user can make happen at will is logged at most 20 lines in 10 s; the rest counted.
+  bool may_log_user_noise();
   void leave(const Peer& peer);
   void serve_connection(int fd, const Peer& peer);
   Result<v1::PullResponse> pull(const v1::PullRequest& req);
@@ -63,6 +66,10 @@ class Server {
   std::mutex slots_mu_;
   int root_slots_ = 0, user_slots_ = 0;
   std::map<uid_t, int> per_user_;
+  std::mutex noise_mu_;
+  std::chrono::steady_clock::time_point noise_window_{};
+  int noise_lines_ = 0;
+  uint64_t noise_dropped_ = 0;
 };
 
 }  // namespace crisp
