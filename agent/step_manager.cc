@@ -1,12 +1,13 @@
 #include "agent/step_manager.h"
 
+#include <unistd.h>
+
 #include <chrono>
 
 #include "agent/cri/labels.h"
 #include "agent/host/hca_view.h"
 #include "agent/host/host_mounts.h"
 #include "common/cgroups.h"
-#include "common/files.h"
 #include "common/log.h"
 #include "common/slurm_ids.h"
 #include "common/time.h"
@@ -85,7 +86,12 @@ Status StepManager::remove_containers(const std::vector<cri::Container>& contain
     if (auto dir = labels::value_of(c.labels(), labels::kTmpfs); !dir.empty()) remove_mount_root(dir);
     if (auto dir = labels::value_of(c.labels(), labels::kHcaView); !dir.empty()) remove_hca_view(dir);
     // Stopping the holder leaves what it started: they are in the job's (or user's) cgroup now.
-    for (const std::string& dir : adopted) kill_cgroup_processes(dir);
+    // Slurm could not remove that cgroup while they ran; once they are gone it can go (rmdir
+    // refuses while other steps or processes are still in it).
+    for (const std::string& dir : adopted) {
+      kill_cgroup_processes(dir);
+      (void)rmdir(dir.c_str());
+    }
   }
   return result;
 }
@@ -94,15 +100,8 @@ Status StepManager::remove_containers(const std::vector<cri::Container>& contain
 // cgroups, which hold nothing else; an unnamed one's are in its step's, which
 // Slurm empties itself at the step's end.
 std::vector<std::string> StepManager::adopted_cgroups(const cri::Container& c) {
-  std::vector<std::string> dirs;
-  if (labels::value_of(c.labels(), labels::kName).empty() || c.state() != cri::CONTAINER_RUNNING) return dirs;
-  auto pid = holder_pid(c.id());
-  auto text = pid ? read_text("/proc/" + std::to_string(*pid) + "/cgroup", 1 << 16) : Result<std::string>(fail(""));
-  if (!text) return dirs;
-  for (const CgroupOf& g : parse_proc_cgroup(*text))
-    if (!g.controllers.empty() && slurm_cgroup_at(g.path, SlurmLevel::kUser) && !slurm_cgroup_at(g.path, SlurmLevel::kStep))
-      dirs.push_back(hierarchy_dir(g.controllers) + g.path);
-  return dirs;
+  if (labels::value_of(c.labels(), labels::kName).empty()) return {};
+  return slurm_cgroup_dirs(labels::number_of(c.labels(), labels::kUid), labels::number_of(c.labels(), labels::kJob));
 }
 
 Status StepManager::remove_sandbox_if_empty(const cri::PodSandbox& sandbox, bool& removed) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -24,12 +25,13 @@ std::vector<pid_t> pids_in(const std::string& dir) {
   return out;
 }
 
-Status move_all(const std::string& from, const std::string& to) {
+Status move_all(const std::string& from, const std::string& to, pid_t except) {
   Fd procs(open((to + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
   if (!procs) return fail("cannot open " + to + "/cgroup.procs: " + errno_text(errno));
   // A process may fork while the others move: until none is left (or 20 rounds).
   for (int round = 0; round < 20; ++round) {
     std::vector<pid_t> pids = pids_in(from);
+    pids.erase(std::remove(pids.begin(), pids.end(), except), pids.end());
     if (pids.empty()) return Ok{};
     for (pid_t pid : pids) {
       std::string text = std::to_string(pid);
@@ -85,9 +87,22 @@ Status adopt_container_processes(int holder_pid, SlurmLevel level) {
     std::string dir = hierarchy_dir(h.controllers);
     struct stat st {};
     if (stat((dir + *target).c_str(), &st) != 0) continue;  // a hierarchy Slurm does not use
-    if (auto s = move_all(dir + h.path, dir + *target); !s) return s;
+    if (auto s = move_all(dir + h.path, dir + *target, holder_pid); !s) return s;
   }
   return Ok{};
+}
+
+std::vector<std::string> slurm_cgroup_dirs(uint32_t uid, uint32_t job_id, const std::string& root) {
+  std::vector<std::string> out;
+  std::string tail = "/uid_" + std::to_string(uid) + (job_id ? "/job_" + std::to_string(job_id) : "");
+  for (const std::string& h : list_dir(root))
+    for (const std::string& top : list_dir(root + "/" + h))
+      if (starts_with(top, "slurm")) {
+        std::string dir = root + "/" + h + "/" + top + tail;
+        struct stat st {};
+        if (stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) out.push_back(dir);
+      }
+  return out;
 }
 
 void kill_cgroup_processes(const std::string& dir) {

@@ -4,6 +4,7 @@
 // them into its own Slurm cgroups, at the level of the container's life.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,10 +34,17 @@ std::string hierarchy_dir(const std::string& controllers, const std::string& roo
 
 // Moves every process of the container whose holder is holder_pid into the
 // caller's Slurm cgroups, cut at level, in each hierarchy Slurm manages.
-// Nothing to do (Ok) where the caller is in no Slurm cgroup.
+// The holder itself, crisp's idle process, stays: in the step's cgroup it
+// would hold the step's end until Slurm's kill, and keep Slurm from removing
+// the step's cgroups. Nothing to do (Ok) where the caller is in no Slurm cgroup.
 Status adopt_container_processes(int holder_pid, SlurmLevel level);
 
-// Kills every process in the cgroup directory dir (of any hierarchy).
+// The Slurm cgroup directories of a job (job_id 0: of the user) in every
+// hierarchy: <root>/<hierarchy>/slurm*/uid_U[/job_J]. A named container's
+// processes live directly in them, where Slurm puts none of its own.
+std::vector<std::string> slurm_cgroup_dirs(uint32_t uid, uint32_t job_id, const std::string& root = "/sys/fs/cgroup");
+
+// Kills every process directly in the cgroup directory dir (of any hierarchy).
 void kill_cgroup_processes(const std::string& dir);
 
 }  // namespace crisp
