@@ -21,6 +21,11 @@ std::optional<cri::AuthConfig> cri_auth(const std::optional<RegistryCredential>&
   return a;
 }
 
+// The credentials a source gives; none when there is no source.
+FoundCredential look_up(const ImageStore::CredentialSource& credentials) {
+  return credentials ? credentials() : FoundCredential(std::optional<RegistryCredential>());
+}
+
 // What a check is remembered by: the image and a hash of the credential (never the password itself).
 std::string check_key(const std::string& ref, const std::optional<RegistryCredential>& auth) {
   if (!auth) return ref + "\n";
@@ -88,7 +93,7 @@ void ImageStore::mark_private(const std::string& ref) {
 }
 
 Status ImageStore::recheck(const std::string& ref, const CredentialSource& credentials) {
-  auto found = credentials ? credentials() : FoundCredential(std::optional<RegistryCredential>());
+  auto found = look_up(credentials);
   if (!found) return found.take_error();
   if (!found->has_value() && policy_ == PrivateImagePolicy::kPrivate)
     return fail("image " + ref + " is private on this node (it was pulled with credentials): put yours for its "
@@ -123,7 +128,7 @@ Result<ImageConfig> ImageStore::ensure(const std::string& ref, const CredentialS
     (entry->completed > completed_before ? counters_.merged : counters_.cached)++;
     return config;
   }
-  auto found = credentials ? credentials() : FoundCredential(std::optional<RegistryCredential>());
+  auto found = look_up(credentials);
   if (!found) return found.take_error();
   const std::optional<RegistryCredential>& auth = *found;
   counters_.started++;
