@@ -49,7 +49,7 @@ for j in $(seq "$jobs"); do
   ids+=("$(cd /tmp && runuser -u "$TEST_USER" -- sbatch --parsable -N1 -n2 --gres=gpu:1 -o /dev/null -J "soak-$j" "$script")")
 done
 for id in "${ids[@]}"; do
-  while squeue -h -j "$id" 2>/dev/null | grep -q .; do sleep 2; done
+  while [[ -n $(squeue -h -j "$id" 2>/dev/null) ]]; do sleep 2; done
 done
 rm -f "$script"
 # The epilogs' releases and a sweep (5 s on the dev cluster) finish what the jobs left.

@@ -17,7 +17,7 @@ in_node2() { nsenter --mount="$NODE2_MNT" -- "$@"; }
 in_node2_net() { nsenter --mount="$NODE2_MNT" --net="/run/netns/$NODE2_NETNS" -- "$@"; }
 
 node2_namespaces() {
-  if ! ip netns list | grep -qw "$NODE2_NETNS"; then
+  if ! grep -qw "$NODE2_NETNS" <<<"$(ip netns list)"; then
     ip netns add "$NODE2_NETNS"
     ip link add crispn type veth peer name crispn-peer
     ip link set crispn-peer netns "$NODE2_NETNS"

@@ -46,7 +46,8 @@ no_user_sleep() { ! user_sleep_runs; }
 # step container, and prints the job id. Names, not "the first running job": an
 # earlier job's container lingers a moment after its srun, and stale jobs may exist.
 named_job() { squeue -h -t R -n "$1" -o %i | head -1; }
-step_running() { "${CRISPCTL[@]}" ps --job "$1" | grep -q CONTAINER_RUNNING; }
+# Outputs are captured before grep -q, which stops early (SIGPIPE fails a pipefail pipe).
+step_running() { grep -q CONTAINER_RUNNING <<<"$("${CRISPCTL[@]}" ps --job "$1")"; }
 running_job() {
   local job=
   for _ in $(seq 300); do job=$(named_job "$1"); [[ -n $job ]] && break; sleep 0.1; done
@@ -54,7 +55,7 @@ running_job() {
 }
 last_job() { scontrol show jobs -o 2>/dev/null | grep -o 'JobId=[0-9]*' | cut -d= -f2 | sort -n | tail -1; }
 stat_of() { "${CRISPCTL[@]}" stats | awk -v k="$1" '$1 == k {print $2}'; }
-job_finished() { scontrol show job "$1" 2>/dev/null | grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT)'; }
+job_finished() { grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT)' <<<"$(scontrol show job "$1" 2>/dev/null)"; }
 # settle: no job is completing, so new jobs start at once (Slurm defers them meanwhile).
 no_completing_job() { [[ -z $(squeue -h -t CG) ]]; }
 settle() { wait_until 30 no_completing_job; }

@@ -20,7 +20,8 @@ deb=$("$CRISP_SRC/packaging/build-deb.sh" | grep '/crisp_.*\.deb$') || fail "the
 lint=$(lintian --suppress-tags running-with-root-privileges "$deb" 2>&1 | grep '^E:')
 [[ -z $lint ]] || fail "lintian reports errors: $lint"
 rpm_file=$("$CRISP_SRC/packaging/build-rpm.sh" | grep '\.rpm$') || fail "rpmbuild -bb failed"
-rpm -qlp "$rpm_file" 2>/dev/null | grep -q "$SLURM_PLUGINDIR/spank_crisp.so" || fail "the rpm lacks the plugin"
+# Captured, not piped: grep -q stops early, rpm then dies of SIGPIPE and pipefail fails the check.
+grep -qx "$SLURM_PLUGINDIR/spank_crisp.so" <<<"$(rpm -qlp "$rpm_file" 2>/dev/null)" || fail "the rpm lacks the plugin"
 
 # The first node's dev daemons give way to the package's.
 stop_crispd
