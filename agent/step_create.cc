@@ -238,8 +238,6 @@ Result<v1::CreateStepResponse> StepManager::attach(const cri::Container& c, cons
   if (!config) return config.take_error();
   for (const std::string& e : env ? *env : config->env) out.add_image_env(e);
   out.set_image_workdir(config->working_dir);
-  // The job's directory is mounted when the container was made, if it was then.
-  out.set_job_workdir_mounted(!req.job_workdir().empty());
   return out;
 }
 
@@ -257,16 +255,20 @@ Status StepManager::resolve_user_paths(const v1::CreateStepRequest& req, Plan& p
       continue;
     }
     auto src = resolve_as_user(plan.creds, m.source());
-    if (!src) return fail("mount source " + src.error() + ": it must exist and be readable by you");
+    if (!src && src.error_kind() == ErrorKind::kNotFound)
+      return fail("--container-mounts: source path does not exist: " + m.source());
+    if (!src) return fail("mount source " + src.error() + ": you must be able to reach it");
     plan.user_mounts.emplace_back(std::move(*src), m);
   }
   auto home = home_of(req.uid());
   if (home) plan.home = *home;
   if (req.mount_home()) {
-    if (!home) return home.take_error();
-    auto dir = resolve_as_user(plan.creds, *home);
+    // The job's $HOME, as enroot mounts it; resolved as the user like any source.
+    if (req.home().empty() && !home) return home.take_error();
+    std::string path = req.home().empty() ? *home : req.home();
+    auto dir = resolve_as_user(plan.creds, path);
     if (!dir) return fail("--container-mount-home: your home directory " + dir.error());
-    plan.user_mounts.emplace_back(std::move(*dir), bind_mount("", *home, false));
+    plan.user_mounts.emplace_back(std::move(*dir), bind_mount("", req.remap_root() ? "/root" : path, false));
   }
   // slurmd spooled it; slurmstepd (root) vouches for the path.
   if (!req.batch_script().empty())
@@ -277,7 +279,6 @@ Status StepManager::resolve_user_paths(const v1::CreateStepRequest& req, Plan& p
       plan.in.workdir = wd->path;
       plan.in.workdir_alias = normalize_path(req.job_workdir());
       plan.workdir = std::move(*wd);
-      plan.out.set_job_workdir_mounted(true);
     }
   }
   return Ok{};
@@ -350,7 +351,10 @@ Status StepManager::pull_image(const v1::CreateStepRequest& req, Plan& plan) {
   if (plan.driver_mounted)
     for (const std::string& e : driver_path_env(config->env)) plan.out.add_device_env(e);
   plan.in.image = image;
-  if (req.entrypoint()) plan.in.entrypoint = config->entrypoint;
+  if (req.entrypoint()) {
+    plan.in.entrypoint = config->entrypoint;
+    plan.in.env.assign(req.entrypoint_env().begin(), req.entrypoint_env().end());
+  }
   return Ok{};
 }
 
@@ -399,7 +403,9 @@ Status StepManager::stage_mounts(const v1::CreateStepRequest& req, Plan& plan, H
   }
   for (const v1::BindMount& m : req.mounts()) {
     if (!m.tmpfs()) continue;
-    auto dir = host.make_tmpfs(req.uid(), req.gid(), settings_.tmpfs_size);
+    if (auto s = check_tmpfs_options(m.tmpfs_options()); !s) return s;
+    std::string options = "size=" + settings_.tmpfs_size + (m.tmpfs_options().empty() ? "" : "," + m.tmpfs_options());
+    auto dir = host.make_tmpfs(req.uid(), req.gid(), options);
     if (!dir) return dir.take_error();
     in.tmpfs.emplace_back(*dir, m.target());
   }

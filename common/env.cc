@@ -64,8 +64,10 @@ std::vector<EnvEdit> merge_env(const std::vector<std::string>& image_env,
     auto it = job.find("PATH");
     if (it == job.end() || it->second != kDefaultPath) edits.push_back({"PATH", std::string(kDefaultPath)});
   }
+  // The host's locale may not exist in the image (every program would warn).
+  auto dropped = [](const std::string& n) { return starts_with(n, "LD_") || n == "LANG" || n == "LANGUAGE" || n == "LC_ALL"; };
   for (const auto& [name, value] : job)
-    if (starts_with(name, "LD_") && !image.count(name) && !kept(name)) edits.push_back({name, std::nullopt});
+    if (dropped(name) && !image.count(name) && !kept(name)) edits.push_back({name, std::nullopt});
   return edits;
 }
 

@@ -1,7 +1,8 @@
 // How the image's environment and the job's combine in each task, as in Pyxis:
 // the image's values win, except for the names the user lists in
 // --container-env and Slurm's and PMIx's own (SLURM_*, PMIX_*, PMI_*), which
-// stay the job's; host library paths (LD_*) are dropped; PATH comes from the image.
+// stay the job's; host library paths (LD_*) and the locale (LANG, LANGUAGE,
+// LC_ALL) are dropped; PATH comes from the image.
 #pragma once
 
 #include <optional>

@@ -8,12 +8,35 @@
 namespace crisp {
 namespace {
 
-constexpr std::array<std::string_view, 6> kPropagations = {"private", "rprivate", "slave",
-                                                           "rslave",  "shared",   "rshared"};
+constexpr std::array<std::string_view, 8> kPropagations = {"private", "rprivate", "slave",      "rslave",
+                                                           "shared",  "rshared",  "unbindable", "runbindable"};
 
 Error bad(std::string_view entry, const std::string& why) {
   return fail("invalid --container-mounts entry '" + std::string(entry) + "': " + why +
-              " (expected SRC[:DST[:FLAGS]], SRC a path or tmpfs, FLAGS among ro, rw, [r]private, [r]slave, [r]shared joined by '+')");
+              " (expected SRC[:DST[:FLAGS]], SRC a path or tmpfs, FLAGS among ro, rw, [r]private, [r]slave, [r]shared, "
+              "[r]unbindable, and for a tmpfs size=, mode=, nr_inodes=, huge=, joined by '+')");
+}
+
+bool all_digits(std::string_view s, size_t min, size_t max, char last = '9') {
+  return s.size() >= min && s.size() <= max && std::all_of(s.begin(), s.end(), [&](char c) { return c >= '0' && c <= last; });
+}
+
+// A count with an optional k/m/g (or %, for size) suffix, as tmpfs reads it.
+bool tmpfs_amount(std::string_view v, bool percent_too) {
+  if (!v.empty() && std::string_view("kKmMgG").find(v.back()) != std::string_view::npos) v.remove_suffix(1);
+  else if (percent_too && !v.empty() && v.back() == '%') return all_digits(v.substr(0, v.size() - 1), 1, 3);
+  return all_digits(v, 1, 18);
+}
+
+bool tmpfs_option(std::string_view flag) {
+  size_t eq = flag.find('=');
+  if (eq == std::string_view::npos) return false;
+  std::string_view key = flag.substr(0, eq), value = flag.substr(eq + 1);
+  if (key == "size") return tmpfs_amount(value, true);
+  if (key == "nr_inodes") return tmpfs_amount(value, false);
+  if (key == "mode") return all_digits(value, 3, 4, '7');
+  if (key == "huge") return value == "never" || value == "always" || value == "within_size" || value == "advise";
+  return false;
 }
 
 Result<std::string> check_path(std::string_view entry, std::string_view what, std::string_view path) {
@@ -71,6 +94,8 @@ Result<std::vector<MountSpec>> parse_mounts(std::string_view text) {
         } else if (std::find(kPropagations.begin(), kPropagations.end(), flag) != kPropagations.end()) {
           if (!m.propagation.empty()) return bad(entry, "more than one propagation flag");
           m.propagation = flag;
+        } else if (m.tmpfs && tmpfs_option(flag)) {
+          m.tmpfs_options += (m.tmpfs_options.empty() ? "" : ",") + flag;
         } else {
           return bad(entry, "unknown flag '" + flag + "'");
         }
@@ -81,6 +106,13 @@ Result<std::vector<MountSpec>> parse_mounts(std::string_view text) {
     mounts.push_back(std::move(m));
   }
   return mounts;
+}
+
+Status check_tmpfs_options(std::string_view options) {
+  if (options.empty()) return Ok{};
+  for (const std::string& o : split(options, ','))
+    if (!tmpfs_option(o)) return fail("invalid tmpfs option '" + o + "'");
+  return Ok{};
 }
 
 MountSpec resolve_relative(MountSpec m, const std::string& workdir) {

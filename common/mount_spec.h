@@ -17,11 +17,16 @@ struct MountSpec {
   bool readonly = false;
   std::string propagation;  // empty: the runtime's default (rprivate)
   bool tmpfs = false;
+  std::string tmpfs_options;  // checked size=, mode=, nr_inodes=, huge=, joined by ','
 
   bool operator==(const MountSpec&) const = default;
 };
 
 Result<std::vector<MountSpec>> parse_mounts(std::string_view text);
+
+// A tmpfs's options as FLAGS give them ("size=1G,huge=within_size"): only
+// size, nr_inodes, mode and huge, each with a value of its form.
+Status check_tmpfs_options(std::string_view options);
 
 // Relative sources made absolute against the job's working directory.
 MountSpec resolve_relative(MountSpec m, const std::string& workdir);

@@ -14,6 +14,7 @@ enum class ErrorKind {
   kClosed,       // the peer closed before a frame began
   kTimedOut,     // a deadline passed
   kUnreachable,  // nothing listens where crispd (or containerd) should
+  kNotFound,     // a path named does not exist
 };
 
 struct Error {

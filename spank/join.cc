@@ -26,6 +26,12 @@
 #ifndef MOVE_MOUNT_T_EMPTY_PATH
 #define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
 #endif
+#ifndef MS_UNBINDABLE
+#define MS_UNBINDABLE (1 << 17)
+#endif
+struct crisp_mount_attr {  // linux/mount.h's struct mount_attr
+  uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
 
 namespace crisp {
 namespace {
@@ -127,6 +133,17 @@ Status attach_tree(int tree_fd, const std::string& target) {
   if (syscall(SYS_move_mount, tree_fd, "", dir->get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
     return fail("cannot mount " + target + " in the container: move_mount: " + errno_text(errno));
   return Ok{};  // closing lock_fd releases the lock
+}
+
+Status make_unbindable(const std::string& target, bool recursive) {
+  Fd at = open_no_symlinks(AT_FDCWD, target, O_PATH);
+  if (!at) return fail("cannot make " + target + " unbindable in the container: " + errno_text(errno));
+  crisp_mount_attr attr{};
+  attr.propagation = MS_UNBINDABLE;
+  unsigned flags = AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0);
+  if (syscall(SYS_mount_setattr, at.get(), "", flags, &attr, sizeof attr) != 0)
+    return fail("cannot make " + target + " unbindable in the container: mount_setattr: " + errno_text(errno));
+  return Ok{};
 }
 
 namespace {

@@ -28,6 +28,10 @@ namespace crisp {
 Result<Fd> clone_host_tree(const std::string& path);
 Status attach_tree(int tree_fd, const std::string& target);
 
+// The mount at target inside the container made unbindable (CRI has no such
+// propagation); recursive: the mounts under it too. Reached through no symlink.
+Status make_unbindable(const std::string& target, bool recursive);
+
 // --container-remap-root: an unprivileged user namespace mapping the user to 0.
 Status remap_to_root(uint32_t uid, uint32_t gid);
 

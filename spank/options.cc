@@ -10,8 +10,8 @@ namespace crisp {
 namespace {
 
 Status check_workdir(const std::string& w) {
-  if (w.empty() || w.front() != '/')
-    return fail("invalid --container-workdir '" + w + "': it must be an absolute path inside the image");
+  // A relative one starts from the container's root, as enroot's cd does.
+  if (w.empty()) return fail("invalid --container-workdir '': give a directory inside the image");
   return Ok{};
 }
 
@@ -52,6 +52,14 @@ Result<ParsedName> parse_name(const std::string& text) {
 bool flag_on(const RawOptions& raw, const char* key) {
   auto it = raw.values.find(key);
   return it != raw.values.end() && it->second == "1";
+}
+
+// --container-writable and --container-readonly set one thing: the command
+// line's choice of either leaves both variables unread.
+const char* other_half(const std::string& key) {
+  if (key == "WRITABLE") return "READONLY";
+  if (key == "READONLY") return "WRITABLE";
+  return nullptr;
 }
 
 std::optional<std::string> value_of(const RawOptions& raw, const char* key) {
@@ -108,8 +116,10 @@ Status validate_option(const std::string& key, const std::string& value) {
 }
 
 Status apply_environment(RawOptions& raw, const EnvLookup& lookup) {
+  const RawOptions given = raw;
   for (const OptionDef& d : option_defs()) {
-    if (raw.values.count(d.key)) continue;
+    const char* other = other_half(d.key);
+    if (given.values.count(d.key) || (other && given.values.count(other)) || raw.values.count(d.key)) continue;
     for (const char* prefix : {"CRISP_CONTAINER_", "PYXIS_CONTAINER_"}) {
       std::string var = prefix + std::string(d.key);
       auto v = lookup(var);
@@ -158,9 +168,11 @@ Result<ContainerOptions> validate_options(const RawOptions& raw, const PluginCon
   out.entrypoint_log = flag_on(raw, "ENTRYPOINT_LOG");
   if (out.entrypoint_log && !out.entrypoint)
     return fail("--container-entrypoint-log needs the entrypoint to run: add --container-entrypoint");
-  if (flag_on(raw, "WRITABLE") && flag_on(raw, "READONLY"))
+  // Each also takes 0 (PYXIS_CONTAINER_WRITABLE=0 means read-only).
+  auto writable = value_of(raw, "WRITABLE"), readonly = value_of(raw, "READONLY");
+  if (writable && readonly && *writable == *readonly)
     return fail("--container-writable and --container-readonly conflict: give one of them");
-  out.readonly = flag_on(raw, "READONLY");
+  out.readonly = readonly ? *readonly == "1" : writable && *writable == "0";
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <chrono>
 #include <optional>
 
@@ -143,6 +144,10 @@ int remote_task_init_privileged(spank_t sp) {
   if (!joined) return fail_task(sp, joined.error());
   // This task is inside now; the user's process has no use for the fd.
   st.ns_fd.reset();
+  if (seam::local_task_id(sp) == 0 && !st.container.attached())
+    for (const MountSpec& m : st.opts.mounts)
+      if (m.propagation.ends_with("unbindable"))
+        if (auto s = make_unbindable(m.target, m.propagation == "runbindable"); !s) return fail_task(sp, s.error());
   if (seam::local_task_id(sp) == 0) {
     if (st.container.attached() && !st.opts.mounts.empty())
       seam::user_error("--container-mounts not applied: the step joined the existing container " + st.opts.name +
@@ -164,14 +169,16 @@ int remote_task_init(spank_t sp) {
     if (eq != std::string::npos) edits.push_back({kv.substr(0, eq), kv.substr(eq + 1)});
   }
 
-  std::string dir = st.opts.workdir;
-  if (dir.empty() && !st.container.job_workdir_mounted() && !st.container.image_workdir().empty())
-    dir = st.container.image_workdir();
+  // The image's WorkingDir before the job's directory, as with Pyxis.
+  std::string dir = st.opts.workdir.empty() ? st.container.image_workdir() : st.opts.workdir;
   if (!dir.empty()) {
+    if (dir.front() != '/') dir = "/" + dir;
     if (chdir(dir.c_str()) != 0)
-      return fail_task(sp, "cannot enter the working directory " + dir + " in the container: " + errno_text(errno));
-    edits.push_back({"PWD", dir});
+      return fail_task(sp, "cannot enter the working directory in the container: " + dir + ": " + errno_text(errno));
+    char cwd[PATH_MAX];
+    edits.push_back({"PWD", getcwd(cwd, sizeof cwd) ? std::string(cwd) : dir});
   }
+  if (st.opts.remap_root) edits.push_back({"HOME", "/root"});
   if (auto s = seam::apply_env(sp, edits); !s) return fail_task(sp, s.error());
   // Last: the user namespace leaves this task no rights over slurmstepd's setup.
   if (st.opts.remap_root)

@@ -48,7 +48,8 @@ Result<StepContext> read_step(spank_t sp) {
   if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &ngids) == ESPANK_SUCCESS)
     for (int i = 0; i < ngids; ++i) s.groups.push_back(gids[i]);
   s.user = user_name(s.uid);
-  std::vector<std::string> env = job_env(sp);
+  s.env = job_env(sp);
+  const std::vector<std::string>& env = s.env;
   s.workdir = job_workdir_from_env(env);
   // Set by slurmstepd before the plugin runs: gres indices of the step's GPUs.
   s.gpus = env_value(env, "SLURM_STEP_GPUS").value_or(env_value(env, "SLURM_JOB_GPUS").value_or(""));

@@ -21,6 +21,7 @@ v1::CreateStepRequest build_create_request(const StepContext& step, const Contai
     MountSpec m = resolve_relative(spec, step.workdir);
     v1::BindMount* b = req.add_mounts();
     b->set_tmpfs(m.tmpfs);
+    b->set_tmpfs_options(m.tmpfs_options);
     b->set_source(m.source);
     b->set_target(m.target);
     b->set_readonly(m.readonly);
@@ -36,6 +37,10 @@ v1::CreateStepRequest build_create_request(const StepContext& step, const Contai
   req.set_global_scope(config.global_scope);
   req.set_readonly_rootfs(opts.readonly);
   req.set_mount_home(opts.mount_home);
+  req.set_remap_root(opts.remap_root);
+  if (auto home = env_value(step.env, "HOME"); home && !home->empty() && home->front() == '/') req.set_home(*home);
+  for (const std::string& name : opts.env_names)
+    if (auto v = env_value(step.env, name)) req.add_entrypoint_env(name + "=" + *v);
   req.set_entrypoint(opts.entrypoint);
   req.set_entrypoint_log(opts.entrypoint_log);
   req.set_batch_script(step.batch_script);

@@ -22,6 +22,7 @@ struct StepContext {
   int32_t stepd_pid = 0;
   std::string batch_script;  // the batch step's spooled script; empty for other steps
   std::string gpus;          // SLURM_STEP_GPUS (SLURM_JOB_GPUS for the batch step)
+  std::vector<std::string> env;  // the job's environment, NAME=VALUE
 };
 
 v1::CreateStepRequest build_create_request(const StepContext& step, const ContainerOptions& opts,

@@ -96,6 +96,13 @@ cri::ContainerConfig build_step_container(const StepContainerInput& in, const No
   c.add_command(argv.front());
   for (size_t i = 1; i < argv.size(); ++i) c.add_args(argv[i]);
   c.set_working_dir("/");
+  for (const std::string& kv : in.env) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    cri::KeyValue* e = c.add_envs();
+    e->set_key(kv.substr(0, eq));
+    e->set_value(kv.substr(eq + 1));
+  }
   c.set_log_path(in.log_path);
 
   Labels l = job_labels(in.job, node);

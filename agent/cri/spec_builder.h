@@ -46,6 +46,7 @@ struct StepContainerInput {
   bool readonly_rootfs = false;
   // Run before the holder, which becomes its arguments (the image's ENTRYPOINT).
   std::vector<std::string> entrypoint;
+  std::vector<std::string> env;  // NAME=VALUE over the image's, for the entrypoint
   std::string log_path;  // under kLogDirectory, where the CRI writes its output; empty: nowhere
   // Host directories (already mounted tmpfs) and where they go.
   std::vector<std::pair<std::string, std::string>> tmpfs;

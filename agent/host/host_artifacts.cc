@@ -26,9 +26,9 @@ Status HostArtifacts::open_mount_root(const std::string& base, const std::string
   return made;
 }
 
-Result<std::string> HostArtifacts::make_tmpfs(uint32_t uid, uint32_t gid, const std::string& size) {
+Result<std::string> HostArtifacts::make_tmpfs(uint32_t uid, uint32_t gid, const std::string& options) {
   if (mount_root_.empty()) return fail("no mount root for the container's tmpfs");
-  return crisp::make_tmpfs(mount_root_, tmpfs_count_++, uid, gid, size);
+  return crisp::make_tmpfs(mount_root_, tmpfs_count_++, uid, gid, options);
 }
 
 Result<std::string> HostArtifacts::stage(const UserPath& source) {

@@ -22,8 +22,8 @@ class HostArtifacts {
 
   // The container's mount root, base/key: made by the first of these calls.
   Status open_mount_root(const std::string& base, const std::string& key);
-  // A tmpfs under the mount root, owned by uid:gid; returns its host path.
-  Result<std::string> make_tmpfs(uint32_t uid, uint32_t gid, const std::string& size);
+  // A tmpfs under the mount root, owned by uid:gid, with options as crisp::make_tmpfs's; returns its host path.
+  Result<std::string> make_tmpfs(uint32_t uid, uint32_t gid, const std::string& options);
   // A clone of the user's source under the mount root; returns its host path.
   Result<std::string> stage(const UserPath& source);
   Status make_hca_view(const std::string& class_dir, const std::vector<std::string>& hca_names, const std::string& dir);

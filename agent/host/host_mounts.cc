@@ -22,10 +22,10 @@ Status make_mount_root(const std::string& base, const std::string& root) {
   return Ok{};
 }
 
-Result<std::string> make_tmpfs(const std::string& root, size_t index, uint32_t uid, uint32_t gid, const std::string& size) {
+Result<std::string> make_tmpfs(const std::string& root, size_t index, uint32_t uid, uint32_t gid, const std::string& options) {
   std::string dir = root + "/" + std::to_string(index);
-  std::string opts = "mode=0700,uid=" + std::to_string(uid) + ",gid=" + std::to_string(gid) +
-                     ",size=" + size;
+  // tmpfs takes the last of a repeated option: the owner is always the user.
+  std::string opts = "mode=0700," + options + ",uid=" + std::to_string(uid) + ",gid=" + std::to_string(gid);
   if (mkdir(dir.c_str(), 0700) != 0 || mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) != 0)
     return fail("cannot make a tmpfs for --container-mounts: " + errno_text(errno));
   return dir;

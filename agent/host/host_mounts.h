@@ -22,8 +22,9 @@ inline constexpr const char* kMountsBase = "/run/crisp/tmpfs";
 
 // Makes base (0700) and root = base/key afresh (a leftover of a crashed crispd goes first).
 Status make_mount_root(const std::string& base, const std::string& root);
-// A tmpfs owned by uid:gid (mode 0700) at root/INDEX; size in tmpfs's terms ("4g", "10%").
-Result<std::string> make_tmpfs(const std::string& root, size_t index, uint32_t uid, uint32_t gid, const std::string& size);
+// A tmpfs owned by uid:gid (mode 0700) at root/INDEX; options (checked by
+// check_tmpfs_options) start with the default size in tmpfs's terms ("size=4g,huge=always").
+Result<std::string> make_tmpfs(const std::string& root, size_t index, uint32_t uid, uint32_t gid, const std::string& options);
 // A clone (recursive, like rbind) of the mount the user resolved, at root/mINDEX.
 Result<std::string> stage_user_path(const std::string& root, size_t index, const UserPath& source);
 // Unmounts and removes everything under root, then root.

@@ -34,9 +34,10 @@ Result<std::optional<std::string>> read_file_as_user(const UserCreds& creds, con
                                                      std::chrono::milliseconds timeout = kUserAccessTimeout);
 
 // What the user names by path, opened by the user (symlinks followed with
-// their rights) as an O_PATH descriptor, after checking that they may read it
-// (and search it, for a directory). The descriptor cannot change meaning later;
-// path is where it was found, for messages.
+// their rights) as an O_PATH descriptor: they reached it, which is all a bind
+// mount needs (what it holds keeps its permissions). The descriptor cannot
+// change meaning later; path is where it was found, for messages. A missing
+// path is an error of kind kNotFound.
 struct UserPath {
   Fd fd;
   std::string path;

@@ -55,6 +55,16 @@ TEST(Env, HostLibraryPathsAreDropped) {
       << "an image without PATH gets the default, not the host's";
 }
 
+TEST(Env, TheHostLocaleStaysOutUnlessNamed) {
+  std::vector<std::string> job = {"LANG=en_US.UTF-8", "LANGUAGE=en_US", "LC_ALL=en_US.UTF-8", "LC_TIME=C"};
+  auto edits = merge_env({}, job, {});
+  for (const char* name : {"LANG", "LANGUAGE", "LC_ALL"}) EXPECT_TRUE(unset(edits, name)) << name;
+  EXPECT_FALSE(edit_for(edits, "LC_TIME").has_value()) << "other LC_ variables pass, as with Pyxis";
+  auto named = merge_env({}, job, {"LANG"});
+  EXPECT_FALSE(edit_for(named, "LANG").has_value()) << "named in --container-env: the job's value stays";
+  EXPECT_TRUE(unset(named, "LC_ALL"));
+}
+
 TEST(Env, ImageLdLibraryPathIsSet) {
   auto edits = merge_env({"LD_LIBRARY_PATH=/usr/local/cuda/lib64"}, {"LD_LIBRARY_PATH=/host"}, {});
   EXPECT_EQ(edit_for(edits, "LD_LIBRARY_PATH"), std::optional<std::string>("/usr/local/cuda/lib64"));

@@ -114,8 +114,13 @@ TEST_F(HostTest, ResolveAsUserChecksEveryStepWithTheUsersRights) {
   auto in = crisp::resolve_as_user(nobody_, root_ + "/open/way-in");
   ASSERT_FALSE(in.ok()) << "a symlink into a directory the user cannot search";
   EXPECT_EQ(in.error(), root_ + "/open/way-in: Permission denied");
-  EXPECT_FALSE(crisp::resolve_as_user(nobody_, root_ + "/missing").ok());
+  auto missing = crisp::resolve_as_user(nobody_, root_ + "/missing");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error_kind(), crisp::ErrorKind::kNotFound);
   EXPECT_TRUE(crisp::resolve_as_user({0, 0, {}}, root_ + "/open/way-in").ok());
+  write(root_ + "/open/unreadable", "secret", 0600);
+  EXPECT_TRUE(crisp::resolve_as_user(nobody_, root_ + "/open/unreadable").ok())
+      << "reached but not readable: it may be mounted, and stays unreadable";
 }
 
 // The attack of a swapped symlink: the user's link names their own directory

@@ -74,7 +74,8 @@ TEST(Options, EachOptionValidatedAlone) {
   EXPECT_FALSE(crisp::validate_option("IMAGE", "Bad:Image:").ok());
   EXPECT_FALSE(crisp::validate_option("MOUNTS", "rel:/x").ok());
   EXPECT_FALSE(crisp::validate_option("MOUNTS", "tmpfs").ok());
-  EXPECT_FALSE(crisp::validate_option("WORKDIR", "relative").ok());
+  EXPECT_TRUE(crisp::validate_option("WORKDIR", "relative").ok()) << "inside the container, from its root";
+  EXPECT_FALSE(crisp::validate_option("WORKDIR", "").ok());
   EXPECT_FALSE(crisp::validate_option("ENV", "A-B").ok());
   // std::string, not const char*: a temporary's c_str() would dangle (ASan found it).
   for (const std::string& bad : std::vector<std::string>{"", ":auto", "a:bogus", "-x", "a/b", std::string(64, 'n')})
@@ -113,6 +114,28 @@ TEST(Options, EnvironmentFillsWhatTheCommandLineLeaves) {
   EXPECT_NE(bad_mount.error().find("(from PYXIS_CONTAINER_MOUNTS)"), std::string::npos);
 }
 
+TEST(Options, WritableAndReadonlyFromTheEnvironmentYieldToTheCommandLine) {
+  auto readonly_with = [](std::map<std::string, std::string> cli, std::map<std::string, std::string> env) {
+    crisp::RawOptions raw = raw_of({{"IMAGE", "busybox"}});
+    for (auto& [k, v] : cli) raw.values[k] = v;
+    auto lookup = [&](const std::string& n) -> std::optional<std::string> {
+      auto it = env.find(n);
+      return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+    };
+    EXPECT_TRUE(crisp::apply_environment(raw, lookup).ok());
+    auto opts = crisp::validate_options(raw, kDefaults);
+    EXPECT_TRUE(opts.ok()) << opts.error();
+    return opts.ok() && opts->readonly;
+  };
+  EXPECT_TRUE(readonly_with({}, {{"PYXIS_CONTAINER_WRITABLE", "0"}}));
+  EXPECT_FALSE(readonly_with({}, {{"PYXIS_CONTAINER_WRITABLE", "1"}}));
+  EXPECT_TRUE(readonly_with({}, {{"PYXIS_CONTAINER_READONLY", "1"}}));
+  EXPECT_FALSE(readonly_with({}, {{"PYXIS_CONTAINER_READONLY", "0"}}));
+  EXPECT_TRUE(readonly_with({{"READONLY", "1"}}, {{"PYXIS_CONTAINER_WRITABLE", "1"}}));
+  EXPECT_TRUE(readonly_with({{"READONLY", "1"}}, {{"PYXIS_CONTAINER_READONLY", "0"}}));
+  EXPECT_FALSE(readonly_with({{"WRITABLE", "1"}}, {{"PYXIS_CONTAINER_READONLY", "1"}}));
+}
+
 TEST(PluginArgs, KnownKeysAndErrors) {
   auto ok = crisp::parse_plugin_args({"socket=/run/x.sock", "timeout=60", "execute_entrypoint=1",
                                       "container_scope=global", "sbatch_support=0", "mount_workdir=no"});
@@ -142,7 +165,7 @@ TEST(StepRequest, CarriesIdentityImageAndMounts) {
               {"NAME", "keep"}}),
       kDefaults);
   ASSERT_TRUE(opts.ok());
-  crisp::StepContext step{42, 3, 1000, 1000, {1000, 27}, "alice", "/home/alice/run", 4242, "", "0,2"};
+  crisp::StepContext step{42, 3, 1000, 1000, {1000, 27}, "alice", "/home/alice/run", 4242, "", "0,2", {}};
   auto req = crisp::build_create_request(step, *opts, kDefaults);
   EXPECT_EQ(req.job_id(), 42u);
   EXPECT_EQ(req.step_id(), 3u);
@@ -167,6 +190,23 @@ TEST(StepRequest, CarriesIdentityImageAndMounts) {
   auto req2 = crisp::build_create_request(step, *opts, no_workdir);
   EXPECT_EQ(req2.job_workdir(), "");
   EXPECT_TRUE(req2.global_scope());
+}
+
+TEST(StepRequest, CarriesHomeRemapAndTheEntrypointsVariables) {
+  auto opts = crisp::validate_options(
+      raw_of({{"IMAGE", "busybox"}, {"ENV", "DOCKER_TLS_VERIFY,UNSET"}, {"REMAP_ROOT", "1"}, {"MOUNT_HOME", "1"}}),
+      kDefaults);
+  ASSERT_TRUE(opts.ok());
+  crisp::StepContext step;
+  step.env = {"HOME=/tmp", "DOCKER_TLS_VERIFY=1", "OTHER=x"};
+  auto req = crisp::build_create_request(step, *opts, kDefaults);
+  EXPECT_EQ(req.home(), "/tmp");
+  EXPECT_TRUE(req.remap_root());
+  EXPECT_TRUE(req.mount_home());
+  ASSERT_EQ(req.entrypoint_env_size(), 1) << "only the named variables the job sets";
+  EXPECT_EQ(req.entrypoint_env(0), "DOCKER_TLS_VERIFY=1");
+  step.env = {"HOME=relative"};
+  EXPECT_EQ(crisp::build_create_request(step, *opts, kDefaults).home(), "");
 }
 
 TEST(StepRequest, WorkdirFromEnv) {
