@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the file backend)
 
 P = argparse.ArgumentParser()
-for flag in ("--out", "--registry", "--user", "--containerd", "--crispd-pid", "--bundle", "--host-compute"):
+for flag in ("--out", "--registry", "--user", "--containerd", "--crispd-pid", "--bundle", "--host-compute", "--crispctl"):
     P.add_argument(flag, required=True)
 P.add_argument("--runs", type=int, default=20)
 P.add_argument("--cold-runs", type=int, default=3)
@@ -161,6 +161,8 @@ for ms, rc, _ in results:
     samples.append(("concurrent", "ok" if rc == 0 else "failed", round(ms, 3), "ms"))
 samples.append(("crispd-rss", "idle", round(idle_rss, 2), "MB"))
 samples.append(("crispd-rss", "peak under load", round(peak[0], 2), "MB"))
+# The named container outlives the job (Pyxis's global scope): its user removes it, on the job's node.
+run(["srun", "--jobid", job, "--overlap", *A.crispctl.split(), "rm", "bench"])
 subprocess.run(["scancel", job], check=True)
 
 # 3: time to first task, uncached 560 MB image; every copy of it is removed before each try.

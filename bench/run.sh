@@ -35,4 +35,5 @@ ctr --address "$CONTAINERD_SOCK" -n crisp-bench images pull --plain-http "$REGIS
 mkdir -p "$CRISP_SRC/bench/results"
 /usr/bin/python3 "$CRISP_SRC/bench/bench.py" --out "$CRISP_SRC/bench/results" --registry "$REGISTRY" \
   --user "$TEST_USER" --containerd "$CONTAINERD_SOCK" --crispd-pid "$(cat "$RUN/crispd.pid")" \
-  --bundle "$BENCH_DIR/bundle/small" --host-compute "$BENCH_DIR/compute" "$@"
+  --bundle "$BENCH_DIR/bundle/small" --host-compute "$BENCH_DIR/compute" \
+  --crispctl "$PREFIX/bin/crispctl --socket $CRISPD_SOCK" "$@"

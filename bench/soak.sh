@@ -52,6 +52,10 @@ for id in "${ids[@]}"; do
   while [[ -n $(squeue -h -j "$id" 2>/dev/null) ]]; do sleep 2; done
 done
 rm -f "$script"
+# Named containers outlive their jobs (Pyxis's global scope): their user removes them.
+for n in "${nodes[@]}"; do
+  node_run "$n" runuser -u "$TEST_USER" -- "$PREFIX/bin/crispctl" --socket "$CRISPD_SOCK" rm soak >/dev/null 2>&1 || true
+done
 # The epilogs' releases and a sweep (5 s on the dev cluster) finish what the jobs left.
 sleep 15
 secs=$((SECONDS - t0))

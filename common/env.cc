@@ -90,6 +90,88 @@ std::vector<EnvEdit> pytorch_env(const std::vector<std::string>& image_env, cons
   return edits;
 }
 
+namespace {
+
+std::optional<unsigned> small_number(std::string_view s, int base = 10) {
+  if (s.empty() || s.size() > 8) return std::nullopt;
+  std::string text(s);
+  char* end = nullptr;
+  unsigned long v = std::strtoul(text.c_str(), &end, base);
+  if (!end || *end || v > 4096) return std::nullopt;
+  return static_cast<unsigned>(v);
+}
+
+}  // namespace
+
+std::vector<EnvEdit> task_gpu_env(const std::vector<std::string>& step_env, const std::vector<std::string>& task_env,
+                                  unsigned n) {
+  std::vector<EnvEdit> edits;
+  std::optional<std::vector<unsigned>> bound;
+  auto bind = env_value(task_env, "SLURMD_TRES_BIND"), local = env_value(task_env, "SLURM_LOCALID");
+  if (bind && local)
+    if (auto id = small_number(*local)) bound = bound_gpus(*bind, *id, n);
+  for (const char* name : {"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES"}) {
+    auto step = env_value(step_env, name), task = env_value(task_env, name);
+    if (bound && (task || name == std::string_view("CUDA_VISIBLE_DEVICES"))) {
+      std::vector<std::string> ids;
+      for (unsigned g : *bound) ids.push_back(std::to_string(g));
+      edits.push_back({name, join(ids, ",")});
+      continue;
+    }
+    if (!step || !task || step->empty() || task->empty()) continue;
+    std::vector<std::string> order = split(*step, ','), inside;
+    for (const std::string& gpu : split(*task, ',')) {
+      auto at = std::find(order.begin(), order.end(), gpu);
+      if (at == order.end()) break;
+      inside.push_back(std::to_string(at - order.begin()));
+    }
+    if (inside.size() == split(*task, ',').size()) edits.push_back({name, join(inside, ",")});
+  }
+  return edits;
+}
+
+namespace {
+
+// map_gpu/mask_gpu lists: "a,b*2,c" (a repeat count after '*').
+std::vector<std::string> expand_repeats(std::string_view list) {
+  std::vector<std::string> out;
+  for (const std::string& item : split(list, ',')) {
+    size_t star = item.find('*');
+    auto count = star == std::string::npos ? std::optional<unsigned>(1) : small_number(item.substr(star + 1));
+    for (unsigned i = 0; count && i < *count && out.size() < 4096; ++i) out.push_back(item.substr(0, star));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::vector<unsigned>> bound_gpus(std::string_view tres_bind, unsigned task, unsigned n) {
+  if (!starts_with(std::string(tres_bind), "gpu:") || n == 0) return std::nullopt;
+  std::string_view how = tres_bind.substr(4);
+  if (starts_with(std::string(how), "verbose,")) how.remove_prefix(8);
+  size_t colon = how.find(':');
+  std::string_view kind = how.substr(0, colon), arg = colon == std::string_view::npos ? "" : how.substr(colon + 1);
+  std::vector<unsigned> gpus;
+  if (kind == "per_task") {
+    auto per = small_number(arg);
+    if (!per || *per == 0) return std::nullopt;
+    for (unsigned j = 0; j < *per && j < n; ++j) gpus.push_back((task * *per + j) % n);
+  } else if (kind == "map_gpu" || kind == "mask_gpu") {
+    std::vector<std::string> list = expand_repeats(arg);
+    if (list.empty()) return std::nullopt;
+    const std::string& mine = list[task % list.size()];
+    auto v = small_number(mine, kind == "mask_gpu" ? 16 : 10);
+    if (!v) return std::nullopt;
+    if (kind == "map_gpu") gpus.push_back(*v);
+    for (unsigned bit = 0; kind == "mask_gpu" && bit < 32; ++bit)
+      if (*v & (1u << bit)) gpus.push_back(bit);
+  } else {
+    return std::nullopt;
+  }
+  if (gpus.empty() || std::any_of(gpus.begin(), gpus.end(), [&](unsigned g) { return g >= n; })) return std::nullopt;
+  return gpus;
+}
+
 std::string first_host(std::string_view hostlist) {
   size_t end = hostlist.find_first_of(",[");
   std::string prefix(hostlist.substr(0, end));

@@ -35,6 +35,22 @@ std::vector<EnvEdit> merge_env(const std::vector<std::string>& image_env,
 // MASTER_PORT (49152 + job id % 16384); a name the image sets is left alone.
 std::vector<EnvEdit> pytorch_env(const std::vector<std::string>& image_env, const std::vector<std::string>& job_env);
 
+// A task's own GPUs in the container's numbering, where the step's n GPUs
+// are 0..n-1 in gres order: those its --gpu-bind/--gpus-per-task binding gives
+// it (bound_gpus below), else its CUDA_VISIBLE_DEVICES and kin renumbered from
+// the step's list in step_env (gres indices, or 0..n-1 under ConstrainDevices).
+// A variable set in only one of them, or naming a GPU not the step's, is left alone.
+std::vector<EnvEdit> task_gpu_env(const std::vector<std::string>& step_env, const std::vector<std::string>& task_env,
+                                  unsigned n);
+
+// The GPUs, as positions among the step's n, that Slurm's --gpu-bind (or
+// --gpus-per-task) gives local task `task`, read from SLURMD_TRES_BIND
+// ("gpu:per_task:1", "gpu:map_gpu:0,1", "gpu:mask_gpu:0x1,0x2", "verbose," first
+// allowed); nullopt where it binds by topology (closest, single) or not at all.
+// Slurm's own per-task variables number a task's GPUs among the task's alone
+// under ConstrainDevices (every task sees "0"): inside, all the step's are there.
+std::optional<std::vector<unsigned>> bound_gpus(std::string_view tres_bind, unsigned task, unsigned n);
+
 // The first host of a Slurm host list: "gpu[07-09,12],cpu1" -> "gpu07".
 std::string first_host(std::string_view hostlist);
 

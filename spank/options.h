@@ -38,7 +38,9 @@ struct PluginConfig {
   std::string socket = kDefaultSocket;
   int timeout_s = 1800;  // covers a cold pull of a large image
   bool execute_entrypoint = false;
-  bool global_scope = false;  // container_scope=global: named containers outlive the job
+  // container_scope=global (Pyxis's default): named containers outlive the job,
+  // until their user removes them (crispctl rm NAME); job: they go with it.
+  bool global_scope = true;
   bool sbatch_support = true;
   bool mount_workdir = true;  // bind-mount the job's working directory
 };

@@ -27,7 +27,7 @@ struct StepState {
   // whose stderr reaches the user.
   std::string error;
   ContainerOptions opts;
-  StepContext step;
+  StepContext step;  // its env is the step's, before Slurm binds each task to its GPUs
   v1::CreateStepResponse container;
   Fd ns_fd;
 };
@@ -164,10 +164,15 @@ int remote_task_init(spank_t sp) {
   std::vector<std::string> job_env = seam::job_env(sp);
   std::vector<EnvEdit> edits = merge_env(image_env, job_env, st.opts.env_names);
   for (EnvEdit& e : pytorch_env(image_env, job_env)) edits.push_back(std::move(e));
-  for (const std::string& kv : st.container.device_env()) {
+  std::vector<std::string> device_env(st.container.device_env().begin(), st.container.device_env().end());
+  for (const std::string& kv : device_env) {
     size_t eq = kv.find('=');
     if (eq != std::string::npos) edits.push_back({kv.substr(0, eq), kv.substr(eq + 1)});
   }
+  // Later edits win: a task bound to some of the step's GPUs sees only those.
+  if (auto gpus = env_value(device_env, "CUDA_VISIBLE_DEVICES"))
+    for (EnvEdit& e : task_gpu_env(st.step.env, job_env, static_cast<unsigned>(split(*gpus, ',').size())))
+      edits.push_back(std::move(e));
 
   // The image's WorkingDir before the job's directory, as with Pyxis.
   std::string dir = st.opts.workdir.empty() ? st.container.image_workdir() : st.opts.workdir;

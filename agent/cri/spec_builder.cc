@@ -132,6 +132,12 @@ cri::ContainerConfig build_step_container(const StepContainerInput& in, const No
     mount_workdir_at(in.workdir);
     if (!in.workdir_alias.empty() && in.workdir_alias != in.workdir) mount_workdir_at(in.workdir_alias);
   }
+  // srun --pty's terminal is a pty of the node's devpts: the container shows
+  // that one (as the node's PID namespace already shows its processes), so
+  // `tty` names it. Its ptmx node is 0000; the node's /dev/ptmx over it lets
+  // programs inside open new ptys there, as on the node.
+  add_mount(c, kHostDevpts, "/dev/pts", false);
+  add_mount(c, kHostPtmx, "/dev/pts/ptmx", false);
 
   auto* sc = c.mutable_linux()->mutable_security_context();
   host_namespaces(sc->mutable_namespace_options());

@@ -51,6 +51,7 @@ echo "run" >>/state/entrypoint-runs
 echo "entrypoint ran as uid $(id -u)"
 echo "entrypoint says hello on stderr" >&2
 export CRISP_FROM_ENTRYPOINT=yes
+export CRISP_ENTRYPOINT_SAW="${CRISP_PASSED-unset}"
 exec "$@"
 EP
 chmod 755 "$work/entry/entrypoint.sh"
@@ -77,7 +78,7 @@ cp -a "$r" "$work/torch"
 cp -a "$r" "$work/private"
 push_rootfs "$r" crisp-test/busybox:latest \
   --config.env=PATH=/usr/bin:/bin:/image/bin --config.env=CRISP_IMAGE_VAR=from-image \
-  --config.env=LANG=C.UTF-8 --config.cmd=/bin/sh --config.workingdir=/root
+  --config.env=LANG=C.UTF-8 --config.cmd=/bin/sh
 
 say "building crisp-test/entrypoint, bad-entrypoint, noisy-entrypoint and pytorch-env"
 push_rootfs "$work/entry" crisp-test/entrypoint:latest --config.env=PATH=/usr/bin:/bin \
@@ -88,9 +89,11 @@ push_rootfs "$work/noisy" crisp-test/noisy-entrypoint:latest --config.env=PATH=/
   --config.entrypoint=/entrypoint.sh
 push_rootfs "$work/daemon" crisp-test/daemon-entrypoint:latest --config.env=PATH=/usr/bin:/bin \
   --config.entrypoint=/entrypoint.sh
-# Looks like a PyTorch image to the plugin (NGC images set PYTORCH_VERSION); MASTER_PORT is the image's.
+# Looks like a PyTorch image to the plugin (NGC images set PYTORCH_VERSION); MASTER_PORT is the
+# image's; its WorkingDir is /workspace, as NGC's.
+mkdir -m 755 "$work/torch/workspace"
 push_rootfs "$work/torch" crisp-test/pytorch-env:latest --config.env=PATH=/usr/bin:/bin \
-  --config.env=PYTORCH_VERSION=2.3.0 --config.env=MASTER_PORT=29500
+  --config.env=PYTORCH_VERSION=2.3.0 --config.env=MASTER_PORT=29500 --config.workingdir=/workspace
 
 say "building crisp-test/private (on the registry that wants a login)"
 echo 'PRETTY_NAME="crisp private test image"' >"$work/private/etc/os-release"

@@ -163,6 +163,7 @@ test_entrypoint_output_is_bounded() {
 # outlive the job once the create finishes.
 test_cancelled_named_create_does_not_linger() {
   local tag=cancel-$RANDOM$RANDOM name=crisp-it-cancel-$RANDOM
+  with_plugstack container_scope=job
   serve_slowly "$tag" 5
   local proxy=$SLOW_PROXY
   as_user "${SRUN[@]}" -J "$name" --container-name=dev --container-image="127.0.0.1:5001/crisp-test/busybox:$tag" \
@@ -177,6 +178,7 @@ test_cancelled_named_create_does_not_linger() {
   sleep 15  # the pull ends meanwhile, and the create with it
   expect "no container of the cancelled job is left" wait_until 20 no_cri_objects "$job"
   kill "$proxy"; wait "$proxy" 2>/dev/null
+  restore_plugstack
 }
 
 # Hole 7: an image pulled with one user's credentials must not run for a user
@@ -263,6 +265,7 @@ test_container_processes_stay_in_the_jobs_cgroup() {
 
 test_named_container_processes_die_with_the_job() {
   local name=crisp-it-bgn-$RANDOM
+  with_plugstack container_scope=job
   as_user "${SRUN[@]}" -J "$name" --container-name=svc --container-image="$REGISTRY/crisp-test/daemon-entrypoint:latest" \
     --container-entrypoint sleep 300 >/dev/null 2>&1 &
   local srun=$! job pid
@@ -274,4 +277,5 @@ test_named_container_processes_die_with_the_job() {
   scancel "$job"; wait "$srun"
   expect "nothing of it runs once the job ends" wait_until 30 no_bg_loop
   pkill -u "$TEST_USER" -f crisp-bg.sh 2>/dev/null
+  restore_plugstack
 }

@@ -74,5 +74,5 @@ test_workdir() {
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-workdir=/etc sh -c 'pwd; echo $PWD'
   expect "--container-workdir applies" equals "$OUT" $'/etc\n/etc'
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-workdir=/no/such/dir pwd
-  expect_crisp_error "missing workdir" "crisp: cannot enter the working directory /no/such/dir"
+  expect_crisp_error "missing workdir" "/no/such/dir: No such file or directory"
 }

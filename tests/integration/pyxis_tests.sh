@@ -13,6 +13,7 @@ restore_plugstack() { with_plugstack; }
 in_allocation() { run as_user timeout 180 salloc -Q -N1 bash -c "$1"; }
 
 test_container_name_kept_across_steps() {
+  with_plugstack container_scope=job
   in_allocation "
     srun --container-name=dev --container-image=$TEST_IMAGE sh -c 'echo kept > /tmp/kept'
     echo step1=\$?
@@ -34,11 +35,12 @@ test_container_name_kept_across_steps() {
   expect "mounts on a joined container are reported, not silently dropped" contains "$ERR" \
     "crisp: --container-mounts not applied: the step joined the existing container dev"
   local job; job=$(grep -o 'job=[0-9]*' <<<"$OUT" | cut -d= -f2)
-  expect "the job's end removes it" wait_until 20 no_cri_objects "$job"
+  expect "the job's end removes it (container_scope=job)" wait_until 20 no_cri_objects "$job"
+  restore_plugstack
 }
 
-test_container_scope_global() {
-  with_plugstack container_scope=global
+# Pyxis's default scope: a named container outlives its job, for the user's next job on the node.
+test_container_scope_global_by_default() {
   run as_user "${SRUN[@]}" --container-name=glob --container-image="$TEST_IMAGE" sh -c 'echo from-job-1 > /tmp/g'
   settle
   run as_user "${SRUN[@]}" --container-name=glob cat /tmp/g
@@ -48,7 +50,6 @@ test_container_scope_global() {
   run runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" rm glob
   expect "its user removes it" equals "$RC" 0
   expect "nothing named is left" equals "$("${CTR[@]}" containers ls -q 'labels."crisp.slurm/name"==glob' | wc -l)" 0
-  restore_plugstack
 }
 
 test_remap_root() {

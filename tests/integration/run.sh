@@ -7,7 +7,7 @@
 source "$(dirname "$0")/../../dev/lib.sh"
 set +e -o pipefail
 source "$CRISP_SRC/tests/integration/lib.sh"
-for area in basics images lifecycle security attack pyxis multinode gpu; do
+for area in basics images lifecycle security attack pyxis everyday multinode gpu; do
   source "$CRISP_SRC/tests/integration/${area}_tests.sh"
 done
 
@@ -45,13 +45,18 @@ t container_processes_stay_in_the_jobs_cgroup
 t named_container_processes_die_with_the_job
 t crispctl_pull
 t container_name_kept_across_steps
-t container_scope_global
+t container_scope_global_by_default
 t remap_root
 t writable_and_readonly
 t mount_home
 t tmpfs_and_relative_mounts
 t entrypoint
 t environment_variables
+t locale_home_and_entrypoint_variables
+t workdir_as_pyxis
+t mounts_as_pyxis
+t option_variables_yield_to_the_command_line
+t interactive_terminal
 t unsupported_and_malformed_options
 t plugstack_arguments
 t sbatch_runs_the_script_inside
@@ -66,5 +71,6 @@ t mpi_pmi2_mpich
 t gpus_follow_the_allocation
 t forged_gpu_variable_gets_no_gpu
 t rdma_devices
+t gpus_bound_per_task
 echo "integration: $passed passed, $failed failed"
 ((failed == 0))

@@ -65,6 +65,42 @@ TEST(Env, TheHostLocaleStaysOutUnlessNamed) {
   EXPECT_TRUE(unset(named, "LC_ALL"));
 }
 
+TEST(Env, EachTaskKeepsItsOwnGpusInTheContainersNumbering) {
+  // Under ConstrainDevices Slurm numbers the step's GPUs 0..n-1 already.
+  std::vector<std::string> step = {"CUDA_VISIBLE_DEVICES=0,1", "GPU_DEVICE_ORDINAL=0,1"};
+  auto t1 = crisp::task_gpu_env(step, {"CUDA_VISIBLE_DEVICES=1", "GPU_DEVICE_ORDINAL=1"}, 2);
+  EXPECT_EQ(t1, (std::vector<EnvEdit>{{"CUDA_VISIBLE_DEVICES", "1"}, {"GPU_DEVICE_ORDINAL", "1"}}));
+  // Without it, gres indices: the step holds 2 and 5, the task 5, which is 1 inside.
+  auto global = crisp::task_gpu_env({"CUDA_VISIBLE_DEVICES=2,5"}, {"CUDA_VISIBLE_DEVICES=5"}, 2);
+  EXPECT_EQ(global, (std::vector<EnvEdit>{{"CUDA_VISIBLE_DEVICES", "1"}}));
+  auto all = crisp::task_gpu_env({"CUDA_VISIBLE_DEVICES=2,5"}, {"CUDA_VISIBLE_DEVICES=2,5"}, 2);
+  EXPECT_EQ(all, (std::vector<EnvEdit>{{"CUDA_VISIBLE_DEVICES", "0,1"}}));
+  EXPECT_TRUE(crisp::task_gpu_env({"CUDA_VISIBLE_DEVICES=2,5"}, {"CUDA_VISIBLE_DEVICES=7"}, 2).empty())
+      << "not one of the step's: left as it is";
+  EXPECT_TRUE(crisp::task_gpu_env({}, {"CUDA_VISIBLE_DEVICES=0"}, 2).empty());
+  EXPECT_TRUE(crisp::task_gpu_env({"CUDA_VISIBLE_DEVICES=0"}, {}, 1).empty());
+  // As Slurm 22.05 sets it under ConstrainDevices with --gpus-per-task=1: "0" in every task.
+  std::vector<std::string> task1 = {"CUDA_VISIBLE_DEVICES=0", "GPU_DEVICE_ORDINAL=0", "SLURMD_TRES_BIND=gpu:per_task:1",
+                                    "SLURM_LOCALID=1"};
+  EXPECT_EQ(crisp::task_gpu_env(step, task1, 2),
+            (std::vector<EnvEdit>{{"CUDA_VISIBLE_DEVICES", "1"}, {"GPU_DEVICE_ORDINAL", "1"}}))
+      << "the binding says which of the step's GPUs is the task's";
+}
+
+TEST(Env, SlurmsGpuBindingForEachTask) {
+  using V = std::vector<unsigned>;
+  EXPECT_EQ(crisp::bound_gpus("gpu:per_task:1", 1, 2), V{1});
+  EXPECT_EQ(crisp::bound_gpus("gpu:per_task:2", 1, 4), (V{2, 3}));
+  EXPECT_EQ(crisp::bound_gpus("gpu:verbose,per_task:1", 0, 2), V{0});
+  EXPECT_EQ(crisp::bound_gpus("gpu:map_gpu:1,0", 0, 2), V{1});
+  EXPECT_EQ(crisp::bound_gpus("gpu:map_gpu:0*2,1*2", 3, 2), V{1});
+  EXPECT_EQ(crisp::bound_gpus("gpu:mask_gpu:0x3,0xc", 1, 4), (V{2, 3}));
+  for (const char* none : {"gpu:closest", "gpu:single:1", "gpu:none", "gpu:per_task:x", "gpu:map_gpu:", "gpu:map_gpu:5",
+                           "cpu:per_task:1", "", "gpu:map_gpu:99999999999", "gpu:per_task:0"})
+    EXPECT_FALSE(crisp::bound_gpus(none, 1, 2).has_value()) << none;
+  EXPECT_FALSE(crisp::bound_gpus("gpu:per_task:1", 0, 0).has_value());
+}
+
 TEST(Env, ImageLdLibraryPathIsSet) {
   auto edits = merge_env({"LD_LIBRARY_PATH=/usr/local/cuda/lib64"}, {"LD_LIBRARY_PATH=/host"}, {});
   EXPECT_EQ(edit_for(edits, "LD_LIBRARY_PATH"), std::optional<std::string>("/usr/local/cuda/lib64"));

@@ -150,7 +150,7 @@ TEST(PluginArgs, KnownKeysAndErrors) {
   ASSERT_TRUE(def.ok());
   EXPECT_EQ(def->socket, "/run/crisp/crispd.sock");
   EXPECT_TRUE(def->sbatch_support);
-  EXPECT_FALSE(def->global_scope);
+  EXPECT_TRUE(def->global_scope) << "Pyxis's default";
   for (std::vector<std::string> bad :
        {std::vector<std::string>{"bogus=1"}, {"timeout=0"}, {"timeout=x"}, {"socket=rel"}, {"socket"},
         {"container_scope=node"}, {"execute_entrypoint=2"}, {"runtime_path=/usr/bin/enroot"}})
@@ -183,13 +183,13 @@ TEST(StepRequest, CarriesIdentityImageAndMounts) {
   EXPECT_EQ(req.name(), "keep");
   EXPECT_EQ(req.gpus(), "0,2");
   EXPECT_EQ(req.name_mode(), crisp::v1::NAME_AUTO);
-  EXPECT_FALSE(req.global_scope());
+  EXPECT_TRUE(req.global_scope());
   crisp::PluginConfig no_workdir;
   no_workdir.mount_workdir = false;
-  no_workdir.global_scope = true;
+  no_workdir.global_scope = false;
   auto req2 = crisp::build_create_request(step, *opts, no_workdir);
   EXPECT_EQ(req2.job_workdir(), "");
-  EXPECT_TRUE(req2.global_scope());
+  EXPECT_FALSE(req2.global_scope());
 }
 
 TEST(StepRequest, CarriesHomeRemapAndTheEntrypointsVariables) {

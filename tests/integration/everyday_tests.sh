@@ -1,0 +1,108 @@
+# Integration tests of Pyxis's everyday behaviour (its bats suite's semantics):
+# environment, working directory, mounts, option variables, interactive
+# terminals and per-task GPUs, each as the test user sees it. Sourced by run.sh.
+
+test_locale_home_and_entrypoint_variables() {
+  run as_user env LANG=en_US.UTF-8 LC_ALL=en_US.UTF-8 LANGUAGE=en "${SRUN[@]}" --container-image="$TEST_IMAGE" \
+    sh -c 'echo "${LANG-unset}|${LC_ALL-unset}|${LANGUAGE-unset}"'
+  expect "the host's locale stays out (LANG is the image's own)" equals "$OUT" "C.UTF-8|unset|unset"
+  run as_user env LC_ALL=en_US.UTF-8 "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-env=LC_ALL sh -c 'echo $LC_ALL'
+  expect "... unless named in --container-env" equals "$OUT" en_US.UTF-8
+  echo home-marker >"/home/$TEST_USER/crisp-home-marker" && chown "$TEST_USER:" "/home/$TEST_USER/crisp-home-marker"
+  run as_user env HOME="/home/$TEST_USER" "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-remap-root \
+    --container-mount-home sh -c 'echo $HOME; cat /root/crisp-home-marker'
+  expect "under remap-root HOME is /root, and the home is mounted there" equals "$OUT" $'/root\nhome-marker'
+  local img=$REGISTRY/crisp-test/entrypoint:latest
+  run as_user env CRISP_PASSED=hi "${SRUN[@]}" --container-image="$img" --container-entrypoint sh -c 'echo $CRISP_ENTRYPOINT_SAW'
+  expect "the entrypoint does not see the job's variables" equals "$OUT" unset
+  run as_user env CRISP_PASSED=hi "${SRUN[@]}" --container-image="$img" --container-entrypoint --container-env=CRISP_PASSED \
+    sh -c 'echo $CRISP_ENTRYPOINT_SAW'
+  expect "... except those named in --container-env" equals "$OUT" hi
+}
+
+test_workdir_as_pyxis() {
+  run as_user "${SRUN[@]}" --container-image="$REGISTRY/crisp-test/pytorch-env:latest" sh -c 'pwd; echo $PWD'
+  expect "the image's WorkingDir is the default" equals "$OUT" $'/workspace\n/workspace'
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-workdir=usr/bin pwd
+  expect "a relative --container-workdir starts at the container's root" equals "$OUT" /usr/bin
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-workdir=../ pwd
+  expect "../ from / is /" equals "$OUT" /
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-workdir=/no/such/dir pwd
+  expect_crisp_error "missing workdir" "/no/such/dir: No such file or directory"
+}
+
+test_mounts_as_pyxis() {
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=/var/tmp/crisp-it/no/such/foo:/mnt true
+  expect_crisp_error "missing source" "source path does not exist: /var/tmp/crisp-it/no/such/foo"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=/etc/shadow:/shadow \
+    sh -c 'grep -c " /shadow " /proc/self/mountinfo; cat /shadow'
+  expect "/etc/shadow, which the user reaches, is mounted" equals "$OUT" 1
+  expect "... and stays unreadable" contains "$ERR" "Permission denied"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=/var/tmp/crisp-it/rw:/mnt:unbindable+ro \
+    sh -c 'grep " /mnt " /proc/self/mountinfo; touch /mnt/foo'
+  expect "unbindable+ro: unbindable" contains "$OUT" "unbindable"
+  expect "... and read-only" contains "$ERR" "Read-only file system"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" \
+    --container-mounts=tmpfs:/mytmpfs:huge=within_size+size=64m+mode=1777+nr_inodes=1000 \
+    sh -c 'grep " /mytmpfs " /proc/self/mountinfo; stat -c %a /mytmpfs'
+  expect "tmpfs options: huge" contains "$OUT" "huge=within_size"
+  expect "... size" contains "$OUT" "size=65536k"
+  expect "... nr_inodes" contains "$OUT" "nr_inodes=1000"
+  expect "... mode" equals "$(tail -1 <<<"$OUT")" 1777
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=tmpfs:/t:uid=0 true
+  expect_crisp_error "a tmpfs option crisp does not take" "unknown flag 'uid=0'"
+}
+
+test_option_variables_yield_to_the_command_line() {
+  run as_user env PYXIS_CONTAINER_WRITABLE=0 "${SRUN[@]}" --container-image="$TEST_IMAGE" touch /tmp/newfile
+  expect "PYXIS_CONTAINER_WRITABLE=0: read-only" contains "$ERR" "Read-only file system"
+  run as_user env PYXIS_CONTAINER_WRITABLE=1 "${SRUN[@]}" --container-image="$TEST_IMAGE" touch /tmp/newfile
+  expect "PYXIS_CONTAINER_WRITABLE=1: writable" equals "$RC" 0
+  run as_user env PYXIS_CONTAINER_WRITABLE=1 "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-readonly touch /tmp/newfile
+  expect "--container-readonly wins over PYXIS_CONTAINER_WRITABLE=1, no conflict" contains "$ERR" "Read-only file system"
+  expect "... no conflict reported" lacks "$ERR" "conflict"
+  run as_user env PYXIS_CONTAINER_READONLY=0 "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-readonly touch /tmp/newfile
+  expect "--container-readonly wins over PYXIS_CONTAINER_READONLY=0" contains "$ERR" "Read-only file system"
+  run as_user env PYXIS_CONTAINER_READONLY=1 "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-writable touch /tmp/newfile
+  expect "--container-writable wins over PYXIS_CONTAINER_READONLY=1" equals "$RC" 0
+}
+
+# srun --pty through a real terminal: a new pty of a known size, keys typed one line at a time.
+test_interactive_terminal() {
+  run as_user /usr/bin/python3 "$CRISP_SRC/tests/integration/pty_session.py" 30 100 -- \
+    "${SRUN[@]}" --pty --container-image="$TEST_IMAGE" sh -i <<'KEYS'
+tty
+stty size
+@resize 40 120
+stty size
+printf 'line-one\nline-two\n' >/tmp/crisp-less; less /tmp/crisp-less
+q
+sleep 30
+@ctrl-c
+echo "after-ctrl-c rc=$?"
+exit
+KEYS
+  expect "tty names the step's terminal" contains "$OUT" $'\n/dev/pts/'
+  expect "... which is a terminal inside" lacks "$OUT" "not a tty"
+  expect "stty size reports the window" contains "$OUT" $'\n30 100'
+  expect "... and follows a resize" contains "$OUT" $'\n40 120'
+  expect "less shows the file and quits on q" contains "$OUT" "line-two"
+  expect "Ctrl-C stops the foreground job, the shell goes on" contains "$OUT" "after-ctrl-c rc=130"
+  expect "the step ends with the shell" equals "$RC" 0
+}
+
+# Slurm 22.05 under ConstrainDevices gives every task of --gpus-per-task=1 the
+# variable "0" (numbered among the task's own GPUs); inside, the container holds
+# all the step's, so each task must name its own among them.
+test_gpus_bound_per_task() {
+  run as_user "${SRUN[@]}" -N1 -n2 --gpus-per-task=1 --container-image="$TEST_IMAGE" \
+    sh -c 'echo "$SLURM_PROCID:$CUDA_VISIBLE_DEVICES:$GPU_DEVICE_ORDINAL"; ls /dev | grep -c "^nvidia[0-9]"'
+  expect "--gpus-per-task=1: each task its own of the container's two GPUs" equals \
+    "$(grep : <<<"$OUT" | sort)" $'0:0:0\n1:1:1'
+  expect "... and the container holds both" equals "$(grep -v : <<<"$OUT" | sort -u)" 2
+  run as_user "${SRUN[@]}" -N1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 --container-image="$TEST_IMAGE" \
+    sh -c 'echo "$SLURM_PROCID:$CUDA_VISIBLE_DEVICES"'
+  expect "--gpu-bind=map_gpu:1,0 swaps them" equals "$(sort <<<"$OUT")" $'0:1\n1:0'
+  run as_user "${SRUN[@]}" -N1 -n2 --gres=gpu:2 --container-image="$TEST_IMAGE" sh -c 'echo "$CUDA_VISIBLE_DEVICES"'
+  expect "unbound tasks share the step's" equals "$(sort -u <<<"$OUT")" "0,1"
+}
