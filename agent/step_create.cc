@@ -16,6 +16,7 @@
 #include "agent/devices/gres.h"
 #include "agent/host/entrypoint.h"
 #include "agent/host/user_access.h"
+#include "agent/host/user_rootfs.h"
 #include "agent/images/credentials.h"
 #include "agent/step_manager.h"
 #include "common/files.h"
@@ -155,6 +156,11 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   if (auto s = wait_for_holder(req, plan); !s) return s.take_error();
   clock.lap("holder");
   if (auto s = run_hooks(plan); !s) return s.take_error();
+  // Last, so the hooks and the entrypoint saw the root containerd made.
+  if (auto s = give_rootfs_to_user(plan.pid, req.uid(), req.gid(), req.readonly_rootfs(), settings_.tmpfs_base + "-rootfs");
+      !s)
+    return s.take_error();
+  clock.lap("rootfs");
   // A slurmstepd that gave up waiting (or died: its job cancelled, whose epilog
   // may already have run) will never use nor release this; a named container
   // would outlive its job.

@@ -18,6 +18,7 @@
 #include "agent/host/host_mounts.h"
 #include "common/files.h"
 #include "agent/host/user_access.h"
+#include "agent/host/user_rootfs.h"
 
 namespace {
 
@@ -152,6 +153,39 @@ TEST_F(HostTest, AStagedSourceKeepsWhatTheUserResolved) {
   ASSERT_TRUE(staged_file.ok()) << staged_file.error();
   crisp::remove_mount_root(mounts);
   EXPECT_NE(access(mounts.c_str(), F_OK), 0) << "directory and file mount points both go";
+}
+
+TEST(UserRootfs, TheContainersRootOverlayAndItsMounts) {
+  const std::string snaps = "/var/lib/crisp/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots";
+  std::string info =
+      "1200 1100 0:90 / / rw,relatime master:1 - overlay overlay rw,lowerdir=" + snaps + "/5/fs:" + snaps +
+      "/4/fs,upperdir=" + snaps + "/9/fs,workdir=" + snaps + "/9/work,index=off,xino=off,bogus=1\n"
+      "1201 1200 0:91 / /proc rw,nosuid - proc proc rw\n"
+      "1202 1200 0:92 / /dev rw,nosuid - tmpfs tmpfs rw,size=65536k\n"
+      "1203 1202 0:93 / /dev/pts rw - devpts devpts rw\n"
+      "1204 1200 8:1 /home/u /my\\040dir rw - ext4 /dev/sda1 rw\n"
+      "1205 1200 8:1 /home/u /my\\040dir rw - ext4 /dev/sda1 rw\n";
+  auto r = crisp::parse_root_overlay(info);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->snapshots, snaps);
+  EXPECT_EQ(r->lower, (std::vector<std::string>{"5/fs", "4/fs"}));
+  EXPECT_EQ(r->upper, "9/fs");
+  EXPECT_EQ(r->work, "9/work");
+  EXPECT_EQ(r->options, "index=off,xino=off") << "containerd's choices kept, nothing unknown";
+  EXPECT_EQ(r->children, (std::vector<std::string>{"/proc", "/dev", "/my dir"})) << "the root's own, once each";
+  EXPECT_FALSE(crisp::parse_root_overlay("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n").ok()) << "not an overlay";
+  EXPECT_FALSE(crisp::parse_root_overlay("1 0 0:9 / / rw - overlay overlay rw,lowerdir=/a/1/fs:/a/2/fs\n").ok())
+      << "no upper layer";
+  EXPECT_FALSE(crisp::parse_root_overlay("1 0 0:9 / / rw - overlay overlay rw,lowerdir=/etc/x,upperdir=/a/s/9/fs,"
+                                         "workdir=/a/s/9/work\n").ok())
+      << "a layer outside the snapshots";
+  EXPECT_FALSE(crisp::parse_root_overlay("").ok());
+}
+
+TEST(UserRootfs, TheIdmapSwapsRootAndTheUser) {
+  EXPECT_EQ(crisp::swap_map(2001), "0 2001 1\n2001 0 1\n1 1 2000\n2002 2002 4294965293\n");
+  EXPECT_EQ(crisp::swap_map(1), "0 1 1\n1 0 1\n2 2 4294967293\n");
+  EXPECT_EQ(crisp::swap_map(0), "0 0 4294967295\n");
 }
 
 TEST_F(HostTest, HomeComesFromThePasswordDatabase) {

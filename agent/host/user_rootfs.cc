@@ -1,0 +1,274 @@
+#include "agent/host/user_rootfs.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "common/fd.h"
+#include "common/files.h"
+#include "common/mount_spec.h"
+#include "common/strings.h"
+
+// glibc 2.36's <sys/mount.h> lacks the new mount API's structure.
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+
+namespace crisp {
+namespace {
+
+struct MountAttr {  // linux/mount.h's struct mount_attr
+  uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string unescape(const std::string& s) {
+  auto octal = [](char c) { return c >= '0' && c <= '7'; };
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 4 <= s.size() && octal(s[i + 1]) && octal(s[i + 2]) && octal(s[i + 3])) {
+      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// A layer directory as a path relative to snapshots: "ID/fs" (or "ID/work").
+Result<std::string> relative_layer(const std::string& snapshots, const std::string& path) {
+  std::string prefix = snapshots + "/";
+  if (path.compare(0, prefix.size(), prefix) != 0 || path.find("..") != std::string::npos || path.find(',') != std::string::npos)
+    return fail("layer " + path + " is not in " + snapshots);
+  return path.substr(prefix.size());
+}
+
+std::string parent_of(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
+}
+
+struct MountLine {
+  std::string id, parent, mount_point, fstype, super_options;
+};
+
+std::vector<MountLine> mount_lines(const std::string& mountinfo) {
+  std::vector<MountLine> out;
+  for (const std::string& line : split(mountinfo, '\n')) {
+    std::vector<std::string> f = split(line, ' ');
+    size_t dash = 6;  // after the optional fields, "-", then fstype, source, super options
+    while (dash < f.size() && f[dash] != "-") ++dash;
+    if (dash + 3 >= f.size()) continue;
+    out.push_back({f[0], f[1], unescape(f[4]), f[dash + 1], f[dash + 3]});
+  }
+  return out;
+}
+
+Status parse_super_options(const std::string& options, RootOverlay& out) {
+  std::string upper, work;
+  std::vector<std::string> lower;
+  for (const std::string& o : split(options, ',')) {
+    size_t eq = o.find('=');
+    std::string key = o.substr(0, eq), value = eq == std::string::npos ? "" : unescape(o.substr(eq + 1));
+    if (key == "lowerdir") lower = split(value, ':');
+    else if (key == "upperdir") upper = value;
+    else if (key == "workdir") work = value;
+    // containerd's own choices, kept; anything else is left to the kernel's defaults.
+    else if (key == "index" || key == "xino" || key == "redirect_dir" || key == "metacopy" || key == "userxattr")
+      out.options += (out.options.empty() ? "" : ",") + o;
+  }
+  if (upper.empty() || work.empty() || lower.empty())
+    return fail("the container's root is a read-only overlay (no upper layer)");
+  out.snapshots = parent_of(parent_of(upper));
+  for (const std::string& path : {upper, work}) {
+    auto rel = relative_layer(out.snapshots, path);
+    if (!rel) return rel.take_error();
+    (path == upper ? out.upper : out.work) = *rel;
+  }
+  for (const std::string& path : lower) {
+    auto rel = relative_layer(out.snapshots, path);
+    if (!rel) return rel.take_error();
+    out.lower.push_back(*rel);
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Result<RootOverlay> parse_root_overlay(const std::string& mountinfo) {
+  std::vector<MountLine> lines = mount_lines(mountinfo);
+  const MountLine* root = nullptr;
+  for (const MountLine& l : lines)
+    if (l.mount_point == "/") root = &l;  // the last one: mounts stack
+  if (!root) return fail("the container has no root mount");
+  if (root->fstype != "overlay") return fail("the container's root is " + root->fstype + ", not an overlay");
+  RootOverlay out;
+  if (auto s = parse_super_options(root->super_options, out); !s) return s.take_error();
+  std::set<std::string> seen;
+  for (const MountLine& l : lines)
+    if (l.parent == root->id && l.mount_point != "/" && seen.insert(l.mount_point).second)
+      out.children.push_back(l.mount_point);
+  return out;
+}
+
+std::string swap_map(uint32_t id) {
+  if (id == 0) return "0 0 4294967295\n";
+  std::string map = "0 " + std::to_string(id) + " 1\n" + std::to_string(id) + " 0 1\n";
+  if (id > 1) map += "1 1 " + std::to_string(id - 1) + "\n";
+  uint64_t rest = 4294967295ull - (static_cast<uint64_t>(id) + 1);
+  if (rest > 0) map += std::to_string(id + 1ull) + " " + std::to_string(id + 1ull) + " " + std::to_string(rest) + "\n";
+  return map;
+}
+
+namespace {
+
+Status write_text(const std::string& path, const std::string& text) {
+  Fd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd || write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    return fail("cannot write " + path + ": " + errno_text(errno));
+  return Ok{};
+}
+
+// A user namespace whose maps swap 0 and uid (gid): what the layers' idmap follows.
+// Made by a child that only waits in it, then exits.
+Result<Fd> swapping_userns(uint32_t uid, uint32_t gid) {
+  int ready[2];
+  if (pipe2(ready, O_CLOEXEC) != 0) return fail("pipe: " + errno_text(errno));
+  Fd rd(ready[0]), wr(ready[1]);
+  pid_t pid = fork();
+  if (pid < 0) return fail("fork: " + errno_text(errno));
+  if (pid == 0) {
+    char c = unshare(CLONE_NEWUSER) == 0 ? 1 : 0;
+    (void)!write(wr.get(), &c, 1);
+    pause();
+    _exit(0);
+  }
+  wr.reset();
+  char c = 0;
+  Result<Fd> out = fail("cannot make a user namespace for the container's files");
+  std::string proc = "/proc/" + std::to_string(pid);
+  if (read(rd.get(), &c, 1) == 1 && c == 1 && write_text(proc + "/uid_map", swap_map(uid)) &&
+      write_text(proc + "/gid_map", swap_map(gid))) {
+    Fd ns(open((proc + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+    if (ns) out = std::move(ns);
+  }
+  kill(pid, SIGKILL);
+  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  return out;
+}
+
+Fd open_beneath(int dirfd, const std::string& path) {
+  open_how how{};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  std::string rel = path.substr(path.find_first_not_of('/') == std::string::npos ? path.size() : path.find_first_not_of('/'));
+  return Fd(static_cast<int>(syscall(SYS_openat2, dirfd, rel.empty() ? "." : rel.c_str(), &how, sizeof how)));
+}
+
+// What the child does, step by step; the step that failed and errno go back to crispd.
+struct Plan {
+  const RootOverlay& root;
+  int container_ns, userns;
+  std::string layers_at, root_at, data;
+  unsigned long flags;
+};
+
+int child_steps(const Plan& p) {
+  if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return 1;
+  Fd tree(static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, p.root.snapshots.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
+  MountAttr idmap{MOUNT_ATTR_IDMAP, 0, 0, static_cast<uint64_t>(p.userns)};
+  if (!tree || syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH, &idmap, sizeof idmap) != 0) return 2;
+  if (syscall(SYS_move_mount, tree.get(), "", AT_FDCWD, p.layers_at.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) return 3;
+  // Relative layer paths: the options must fit in a page, whatever the image's layer count.
+  if (chdir(p.layers_at.c_str()) != 0 || mount("overlay", p.root_at.c_str(), "overlay", p.flags, p.data.c_str()) != 0)
+    return 4;
+  Fd overlay(static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, p.root_at.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
+  if (!overlay || setns(p.container_ns, CLONE_NEWNS) != 0 || chdir("/") != 0) return 5;
+  // The container's mounts, each with what is mounted under it, to move onto the new root.
+  std::vector<Fd> children;
+  for (const std::string& m : p.root.children) {
+    Fd at = open_beneath(AT_FDCWD, m);
+    children.emplace_back(static_cast<int>(syscall(SYS_open_tree, at.get(), "",
+                                                   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH)));
+    if (!at || !children.back()) return 6;
+  }
+  // Stacked on the namespace's root: a task that joins starts at the topmost.
+  if (syscall(SYS_move_mount, overlay.get(), "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) != 0) return 7;
+  for (size_t i = 0; i < children.size(); ++i) {
+    Fd target = open_beneath(overlay.get(), p.root.children[i]);
+    if (!target || syscall(SYS_move_mount, children[i].get(), "", target.get(), "",
+                           MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
+      return 8;
+  }
+  return 0;
+}
+
+constexpr const char* kSteps[] = {"",
+                                  "a private mount namespace",
+                                  "the idmapped clone of the layers",
+                                  "placing the layers",
+                                  "mounting the overlay",
+                                  "entering the container",
+                                  "cloning the container's mounts",
+                                  "stacking the new root",
+                                  "moving the container's mounts onto it"};
+
+}  // namespace
+
+Status give_rootfs_to_user(int pid, uint32_t uid, uint32_t gid, bool readonly, const std::string& stage) {
+  auto info = read_text("/proc/" + std::to_string(pid) + "/mountinfo", 1u << 20);
+  if (!info) return fail("cannot read the container's mounts: " + info.error());
+  auto root = parse_root_overlay(*info);
+  if (!root) return root.take_error();
+  Fd ns(open(("/proc/" + std::to_string(pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!ns) return fail("cannot open the container's mount namespace: " + errno_text(errno));
+  auto userns = swapping_userns(uid, gid);
+  if (!userns) return userns.take_error();
+  for (const std::string& dir : {stage, stage + "/l", stage + "/r"})
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return fail("cannot create " + dir + ": " + errno_text(errno));
+  std::string lower;
+  for (const std::string& l : root->lower) lower += (lower.empty() ? "" : ":") + l;
+  Plan plan{*root, ns.get(), userns->get(), stage + "/l", stage + "/r",
+            "lowerdir=" + lower + ",upperdir=" + root->upper + ",workdir=" + root->work +
+                (root->options.empty() ? "" : "," + root->options),
+            static_cast<unsigned long>(MS_NOSUID | MS_NODEV) | (readonly ? static_cast<unsigned long>(MS_RDONLY) : 0ul)};
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) return fail("pipe: " + errno_text(errno));
+  Fd rd(report[0]), wr(report[1]);
+  pid_t child = fork();
+  if (child < 0) return fail("fork: " + errno_text(errno));
+  if (child == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int step = child_steps(plan);
+    int answer[2] = {step, errno};
+    (void)!write(wr.get(), answer, sizeof answer);
+    _exit(0);
+  }
+  wr.reset();
+  int answer[2] = {-1, 0};
+  ssize_t got = read(rd.get(), answer, sizeof answer);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (got != static_cast<ssize_t>(sizeof answer) || answer[0] < 0 || answer[0] > 8)
+    return fail("the process giving the container's files to its user died");
+  if (answer[0] != 0)
+    return fail("cannot give the container's files to its user: " + std::string(kSteps[answer[0]]) + ": " +
+                errno_text(answer[1]));
+  return Ok{};
+}
+
+}  // namespace crisp

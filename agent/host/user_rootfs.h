@@ -1,0 +1,44 @@
+// The container's root filesystem made the user's, as enroot's is: containerd
+// mounts the image's layers and the container's own upper layer as an overlay
+// owned by root. crispd mounts a second overlay of the same directories, each
+// layer seen through an idmapped mount that swaps 0 and the user's uid (and
+// gid), and stacks it on the container's root, with the container's other
+// mounts moved onto it. Every image file then looks like the user's, the user
+// writes anywhere in it, and what they write lands on disk as root's, in the
+// container's own upper directory under containerd's root-only snapshots.
+// (An overlay mount cannot be idmapped itself before Linux 7.2; its layers
+// can, since 5.19.) The new overlay is nosuid and nodev, read-only when asked.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace crisp {
+
+// What /proc/PID/mountinfo says of a container's root.
+struct RootOverlay {
+  std::string snapshots;           // the directory holding every layer (.../snapshots)
+  std::vector<std::string> lower;  // layers, relative to it ("12/fs"), top first
+  std::string upper, work;         // relative to it too
+  std::string options;             // overlay options kept as they were ("index=off")
+  // Mount points of the root's own children (/proc, /dev, binds ...), in mount order.
+  std::vector<std::string> children;
+};
+
+// Parses mountinfo text; an error when the root is not an overlay of
+// containerd's snapshot directories (nothing is done then).
+Result<RootOverlay> parse_root_overlay(const std::string& mountinfo);
+
+// The user namespace's maps for an idmap swapping 0 and id ("0 ID 1\nID 0 1\n..."),
+// every other id mapped to itself.
+std::string swap_map(uint32_t id);
+
+// Does the above for the container whose holder is pid, as a child process
+// (crispd's threads never change namespace). stage: a root-only directory for
+// the child's private mounts.
+Status give_rootfs_to_user(int pid, uint32_t uid, uint32_t gid, bool readonly, const std::string& stage);
+
+}  // namespace crisp
