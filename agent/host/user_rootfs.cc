@@ -47,7 +47,7 @@ std::string unescape(const std::string& s) {
   return out;
 }
 
-// A layer directory as a path relative to snapshots: "ID/fs" (or "ID/work").
+// A layer directory as a path relative to snapshots: "ID/fs".
 Result<std::string> relative_layer(const std::string& snapshots, const std::string& path) {
   std::string prefix = snapshots + "/";
   if (path.compare(0, prefix.size(), prefix) != 0 || path.find("..") != std::string::npos || path.find(',') != std::string::npos)
@@ -92,11 +92,9 @@ Status parse_super_options(const std::string& options, RootOverlay& out) {
   if (upper.empty() || work.empty() || lower.empty())
     return fail("the container's root is a read-only overlay (no upper layer)");
   out.snapshots = parent_of(parent_of(upper));
-  for (const std::string& path : {upper, work}) {
-    auto rel = relative_layer(out.snapshots, path);
-    if (!rel) return rel.take_error();
-    (path == upper ? out.upper : out.work) = *rel;
-  }
+  auto rel = relative_layer(out.snapshots, upper);
+  if (!rel) return rel.take_error();
+  out.upper = *rel;
   for (const std::string& path : lower) {
     auto rel = relative_layer(out.snapshots, path);
     if (!rel) return rel.take_error();
@@ -237,12 +235,16 @@ Status give_rootfs_to_user(int pid, uint32_t uid, uint32_t gid, bool readonly, c
   if (!ns) return fail("cannot open the container's mount namespace: " + errno_text(errno));
   auto userns = swapping_userns(uid, gid);
   if (!userns) return userns.take_error();
-  for (const std::string& dir : {stage, stage + "/l", stage + "/r"})
-    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return fail("cannot create " + dir + ": " + errno_text(errno));
-  std::string lower;
-  for (const std::string& l : root->lower) lower += (lower.empty() ? "" : ":") + l;
+  // The new upper layer beside containerd's ("9/crisp-fs"): root's 0755, which the idmap shows as the user's.
+  std::string snapshot = parent_of(root->upper), upper = snapshot + "/crisp-fs", work = snapshot + "/crisp-work";
+  for (const auto& [dir, mode] : {std::pair{stage, 0700}, {stage + "/l", 0700}, {stage + "/r", 0700},
+                                  {root->snapshots + "/" + upper, 0755}, {root->snapshots + "/" + work, 0700}})
+    if (mkdir(dir.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST)
+      return fail("cannot create " + dir + ": " + errno_text(errno));
+  std::string lower = root->upper;
+  for (const std::string& l : root->lower) lower += ":" + l;
   Plan plan{*root, ns.get(), userns->get(), stage + "/l", stage + "/r",
-            "lowerdir=" + lower + ",upperdir=" + root->upper + ",workdir=" + root->work +
+            "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work +
                 (root->options.empty() ? "" : "," + root->options),
             static_cast<unsigned long>(MS_NOSUID | MS_NODEV) | (readonly ? static_cast<unsigned long>(MS_RDONLY) : 0ul)};
   int report[2];

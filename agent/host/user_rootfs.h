@@ -1,11 +1,14 @@
 // The container's root filesystem made the user's, as enroot's is: containerd
 // mounts the image's layers and the container's own upper layer as an overlay
-// owned by root. crispd mounts a second overlay of the same directories, each
-// layer seen through an idmapped mount that swaps 0 and the user's uid (and
-// gid), and stacks it on the container's root, with the container's other
-// mounts moved onto it. Every image file then looks like the user's, the user
-// writes anywhere in it, and what they write lands on disk as root's, in the
-// container's own upper directory under containerd's root-only snapshots.
+// owned by root. crispd mounts a second overlay over the same directories (the
+// container's upper one, where hooks and the entrypoint wrote, as its top lower
+// layer, and a new upper beside it, crisp-fs: an upper directory in use by two
+// overlays is undefined behaviour), each seen through an idmapped mount that
+// swaps 0 and the user's uid (and gid), and stacks it on the container's root,
+// with the container's other mounts moved onto it. Every image file then looks
+// like the user's, the user writes anywhere in it, and what they write lands on
+// disk as root's, in the container's own snapshot directory under containerd's
+// root-only snapshots, which goes with the container.
 // (An overlay mount cannot be idmapped itself before Linux 7.2; its layers
 // can, since 5.19.) The new overlay is nosuid and nodev, read-only when asked.
 #pragma once
@@ -22,7 +25,7 @@ namespace crisp {
 struct RootOverlay {
   std::string snapshots;           // the directory holding every layer (.../snapshots)
   std::vector<std::string> lower;  // layers, relative to it ("12/fs"), top first
-  std::string upper, work;         // relative to it too
+  std::string upper;               // containerd's upper layer, relative to it too ("9/fs")
   std::string options;             // overlay options kept as they were ("index=off")
   // Mount points of the root's own children (/proc, /dev, binds ...), in mount order.
   std::vector<std::string> children;

@@ -2,6 +2,50 @@
 # environment, working directory, mounts, option variables, interactive
 # terminals and per-task GPUs, each as the test user sees it. Sourced by run.sh.
 
+SNAPSHOTS=/var/lib/crisp/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots
+
+# With enroot the container's files are the user's: they write anywhere in their container.
+test_rootfs_is_the_users() {
+  local uid; uid=$(id -u "$TEST_USER")
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" \
+    sh -c 'touch /newfile && mkdir /mymnt && echo edited >>/etc/os-release && stat -c "%u:%g" / /etc/os-release /newfile'
+  expect "touch /newfile, mkdir /mymnt and editing /etc work as the plain user" equals "$RC" 0
+  expect "... whose files they are" equals "$(sort -u <<<"$OUT")" "$uid:$(id -g "$TEST_USER")"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" sh -c 'grep -c edited /etc/os-release; ls /newfile'
+  expect "an unnamed container's changes go with its step" equals "$(head -1 <<<"$OUT")" 0
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-remap-root \
+    sh -c 'stat -c "%u" / /etc/passwd; echo "root:x:0:0:root:/root:/bin/sh" >/etc/passwd && echo rewrote'
+  expect "under remap-root they are root's, and root edits them" equals "$OUT" $'0\n0\nrewrote'
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-readonly touch /newfile
+  expect "--container-readonly: Read-only file system" contains "$ERR" "Read-only file system"
+}
+
+# A setuid file the user makes in their root filesystem: inert inside, root's but
+# unreachable on the host, absent from another user's container.
+test_setuid_file_written_inside_grants_nothing() {
+  local uid; uid=$(id -u "$TEST_USER")
+  # A named container (global scope) outlives this step, for the next to run what it made.
+  run as_user "${SRUN[@]}" --container-name=suid --container-image="$TEST_IMAGE" sh -c 'cp /suid/probe /mine && chmod 4755 /mine'
+  run as_user "${SRUN[@]}" --container-name=suid sh -c '/mine; grep " / " /proc/self/mountinfo'
+  expect "running it inside grants nothing" equals "$(head -1 <<<"$OUT")" "uid=$uid euid=$uid"
+  expect "the root filesystem is nosuid" contains "$(tail -1 <<<"$OUT")" "nosuid"
+  local host; host=$(ls -d "$SNAPSHOTS"/*/crisp-fs/mine 2>/dev/null | head -1)
+  expect "on the host it lands root's, setuid" equals "$(stat -c '%a %u' "$host" 2>/dev/null)" "4755 0"
+  expect "... where no user reaches it" equals "$(runuser -u "$TEST_USER" -- stat "$host" 2>&1 | grep -c 'Permission denied')" 1
+  run "${SRUN[@]}" --container-image="$TEST_IMAGE" sh -c 'ls /mine 2>&1'
+  expect "another user's container does not have it" contains "$OUT" "No such file"
+  run runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" rm suid
+}
+
+test_named_container_keeps_the_users_changes() {
+  run as_user "${SRUN[@]}" --container-name=mine --container-image="$TEST_IMAGE" sh -c 'echo v1 >/etc/installed-by-me'
+  settle
+  run as_user "${SRUN[@]}" --container-name=mine cat /etc/installed-by-me
+  expect "the user's next job finds what the last one put in the named container" equals "$OUT" v1
+  run runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" rm mine
+  expect "crispctl rm removes it" equals "$RC" 0
+}
+
 test_locale_home_and_entrypoint_variables() {
   run as_user env LANG=en_US.UTF-8 LC_ALL=en_US.UTF-8 LANGUAGE=en "${SRUN[@]}" --container-image="$TEST_IMAGE" \
     sh -c 'echo "${LANG-unset}|${LC_ALL-unset}|${LANGUAGE-unset}"'

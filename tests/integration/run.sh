@@ -52,6 +52,9 @@ t mount_home
 t tmpfs_and_relative_mounts
 t entrypoint
 t environment_variables
+t rootfs_is_the_users
+t setuid_file_written_inside_grants_nothing
+t named_container_keeps_the_users_changes
 t locale_home_and_entrypoint_variables
 t workdir_as_pyxis
 t mounts_as_pyxis

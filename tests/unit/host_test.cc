@@ -170,7 +170,6 @@ TEST(UserRootfs, TheContainersRootOverlayAndItsMounts) {
   EXPECT_EQ(r->snapshots, snaps);
   EXPECT_EQ(r->lower, (std::vector<std::string>{"5/fs", "4/fs"}));
   EXPECT_EQ(r->upper, "9/fs");
-  EXPECT_EQ(r->work, "9/work");
   EXPECT_EQ(r->options, "index=off,xino=off") << "containerd's choices kept, nothing unknown";
   EXPECT_EQ(r->children, (std::vector<std::string>{"/proc", "/dev", "/my dir"})) << "the root's own, once each";
   EXPECT_FALSE(crisp::parse_root_overlay("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n").ok()) << "not an overlay";
