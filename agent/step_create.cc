@@ -20,6 +20,7 @@
 #include "agent/images/credentials.h"
 #include "agent/step_manager.h"
 #include "common/files.h"
+#include "common/passwd.h"
 #include "common/image_ref.h"
 #include "common/log.h"
 #include "common/mount_spec.h"
@@ -157,9 +158,7 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   clock.lap("holder");
   if (auto s = run_hooks(plan); !s) return s.take_error();
   // Last, so the hooks and the entrypoint saw the root containerd made.
-  if (auto s = give_rootfs_to_user(plan.pid, req.uid(), req.gid(), req.readonly_rootfs(), settings_.tmpfs_base + "-rootfs");
-      !s)
-    return s.take_error();
+  if (auto s = give_rootfs(req, plan); !s) return s.take_error();
   clock.lap("rootfs");
   // A slurmstepd that gave up waiting (or died: its job cancelled, whose epilog
   // may already have run) will never use nor release this; a named container
@@ -482,6 +481,25 @@ Status StepManager::wait_for_holder(const v1::CreateStepRequest& req, Plan& plan
   plan.out.clear_image_env();
   for (const std::string& e : *env) plan.out.add_image_env(e);
   return Ok{};
+}
+
+// The root filesystem becomes the user's, with them in its /etc/passwd and /etc/group.
+Status StepManager::give_rootfs(const v1::CreateStepRequest& req, const Plan& plan) {
+  RootfsRequest r;
+  r.pid = plan.pid;
+  r.user.uid = req.uid();
+  r.user.gid = req.gid();
+  auto pw = lookup_uid(req.uid());
+  r.user.user = pw ? pw->name : req.user();
+  r.user.home = pw ? pw->home : "";
+  r.user.gecos = pw ? pw->gecos : "";
+  r.user.shell = pw ? pw->shell : "";
+  r.user.group = lookup_gid(req.gid()).value_or(r.user.user);
+  r.readonly = req.readonly_rootfs();
+  r.stage = settings_.tmpfs_base + "-rootfs";
+  // The node's timezone: the admin's file, read as root.
+  if (auto tz = read_text("/etc/localtime", 1u << 20)) r.localtime = *tz;
+  return give_rootfs_to_user(r);
 }
 
 Status StepManager::run_hooks(const Plan& plan) {

@@ -123,6 +123,7 @@ class StepManager {
   Status start_container(Plan& plan);
   Status wait_for_holder(const v1::CreateStepRequest& req, Plan& plan);
   Status run_hooks(const Plan& plan);
+  Status give_rootfs(const v1::CreateStepRequest& req, const Plan& plan);
   v1::CreateStepResponse finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out, const std::string& what,
                                 const PhaseClock& clock);
   void remove_stale_step(const v1::CreateStepRequest& req);

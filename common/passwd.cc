@@ -1,5 +1,6 @@
 #include "common/passwd.h"
 
+#include <grp.h>
 #include <pwd.h>
 
 #include <cerrno>
@@ -7,20 +8,38 @@
 
 namespace crisp {
 
+namespace {
+
+// Calls get(buf) with a growing buf while it answers ERANGE (an entry larger
+// than the buffer), a few times; true when it answered. The entry's strings live in buf.
+template <typename Get>
+bool with_buffer(std::vector<char>& buf, Get get) {
+  buf.resize(16384);
+  for (int tries = 0; tries < 4; ++tries, buf.resize(buf.size() * 4)) {
+    int rc = get(buf);
+    if (rc != ERANGE) return rc == 0;
+  }
+  return false;
+}
+
+std::string text(const char* s) { return s ? s : ""; }
+
+}  // namespace
+
 std::optional<PasswdEntry> lookup_uid(uint32_t uid) {
   struct passwd pw, *found = nullptr;
-  std::vector<char> buf(16384);
-  // ERANGE: an entry larger than the buffer; grow it a few times, then give up.
-  for (int tries = 0; tries < 4; ++tries) {
-    int rc = getpwuid_r(uid, &pw, buf.data(), buf.size(), &found);
-    if (rc == ERANGE) {
-      buf.resize(buf.size() * 4);
-      continue;
-    }
-    if (rc != 0 || !found) return std::nullopt;
-    return PasswdEntry{pw.pw_name ? pw.pw_name : "", pw.pw_dir ? pw.pw_dir : ""};
-  }
-  return std::nullopt;
+  std::vector<char> buf;
+  if (!with_buffer(buf, [&](std::vector<char>& b) { return getpwuid_r(uid, &pw, b.data(), b.size(), &found); }) || !found)
+    return std::nullopt;
+  return PasswdEntry{text(pw.pw_name), text(pw.pw_dir), text(pw.pw_gecos), text(pw.pw_shell)};
+}
+
+std::optional<std::string> lookup_gid(uint32_t gid) {
+  struct group gr, *found = nullptr;
+  std::vector<char> buf;
+  if (!with_buffer(buf, [&](std::vector<char>& b) { return getgrgid_r(gid, &gr, b.data(), b.size(), &found); }) || !found)
+    return std::nullopt;
+  return text(gr.gr_name);
 }
 
 }  // namespace crisp

@@ -1,4 +1,4 @@
-// The password database, read thread-safely (getpwuid_r) in one place.
+// The password and group databases, read thread-safely (getpwuid_r, getgrgid_r) in one place.
 #pragma once
 
 #include <cstdint>
@@ -10,9 +10,14 @@ namespace crisp {
 struct PasswdEntry {
   std::string name;
   std::string home;
+  std::string gecos;
+  std::string shell;
 };
 
 // nullopt when the uid has no entry.
 std::optional<PasswdEntry> lookup_uid(uint32_t uid);
+
+// The group's name; nullopt when the gid has no entry.
+std::optional<std::string> lookup_gid(uint32_t gid);
 
 }  // namespace crisp

@@ -20,6 +20,10 @@
 #include "common/mount_spec.h"
 #include "common/strings.h"
 
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#endif
+
 // glibc 2.36's <sys/mount.h> lacks the new mount API's structure.
 #ifndef MOUNT_ATTR_IDMAP
 #define MOUNT_ATTR_IDMAP 0x00100000
@@ -179,10 +183,74 @@ Fd open_beneath(int dirfd, const std::string& path) {
 // What the child does, step by step; the step that failed and errno go back to crispd.
 struct Plan {
   const RootOverlay& root;
+  const RootfsRequest& req;
   int container_ns, userns;
   std::string layers_at, root_at, data;
-  unsigned long flags;
 };
+
+// Written whole, then renamed over the old: a reader never sees half.
+bool replace_file(const std::string& path, const std::string& text, mode_t mode) {
+  std::string tmp = path + ".crisp-new";
+  Fd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode));
+  bool ok = fd && write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+            fchmod(fd.get(), mode) == 0 && rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) unlink(tmp.c_str());
+  return ok;
+}
+
+std::string read_small(const std::string& path) {
+  Fd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  auto text = read_up_to(fd.get(), 1u << 20);
+  return text ? *text : "";
+}
+
+// The home from /etc/skel's files, when nothing is there (a mount would be).
+void make_home(const std::string& home) {
+  struct stat st {};
+  if (home.size() < 2 || home.front() != '/' || stat(home.c_str(), &st) == 0) return;
+  std::string path;
+  for (const std::string& part : split(home, '/'))
+    if (!part.empty()) (void)mkdir((path += "/" + part).c_str(), 0755);
+  for (const std::string& name : list_dir("/etc/skel")) {
+    std::string from = "/etc/skel/" + name;
+    if (lstat(from.c_str(), &st) == 0 && S_ISREG(st.st_mode)) replace_file(home + "/" + name, read_small(from), st.st_mode & 0777);
+  }
+}
+
+// In the new root, as the user: what enroot's standard hooks write.
+int write_user_files(const Plan& p) {
+  const UserIdentity& u = p.req.user;
+  (void)mkdir("/etc", 0755);
+  bool shell = !u.shell.empty() && access(u.shell.c_str(), X_OK) == 0;
+  if (!replace_file("/etc/passwd", merged_passwd(read_small("/etc/passwd"), u, shell), 0644) ||
+      !replace_file("/etc/group", merged_group(read_small("/etc/group"), u), 0644))
+    return 1;
+  if (!p.req.localtime.empty()) (void)replace_file("/etc/localtime", p.req.localtime, 0644);
+  struct stat st {};
+  if (stat("/etc/apt/apt.conf.d", &st) == 0 && S_ISDIR(st.st_mode))
+    (void)replace_file("/etc/apt/apt.conf.d/99crisp-sandbox", kAptSandboxConf, 0644);
+  make_home(u.home);
+  return 0;
+}
+
+// A grandchild enters the new root and becomes the user to write there.
+bool user_writes(const Plan& p, int overlay) {
+  pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    const UserIdentity& u = p.req.user;
+    if (fchdir(overlay) != 0 || chroot(".") != 0 || chdir("/") != 0 || syscall(SYS_setgroups, 0, nullptr) != 0 ||
+        syscall(SYS_setresgid, u.gid, u.gid, u.gid) != 0 || syscall(SYS_setresuid, u.uid, u.uid, u.uid) != 0)
+      _exit(1);
+    _exit(write_user_files(p));
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
 
 int child_steps(const Plan& p) {
   if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return 1;
@@ -191,7 +259,8 @@ int child_steps(const Plan& p) {
   if (!tree || syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH, &idmap, sizeof idmap) != 0) return 2;
   if (syscall(SYS_move_mount, tree.get(), "", AT_FDCWD, p.layers_at.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) return 3;
   // Relative layer paths: the options must fit in a page, whatever the image's layer count.
-  if (chdir(p.layers_at.c_str()) != 0 || mount("overlay", p.root_at.c_str(), "overlay", p.flags, p.data.c_str()) != 0)
+  if (chdir(p.layers_at.c_str()) != 0 ||
+      mount("overlay", p.root_at.c_str(), "overlay", MS_NOSUID | MS_NODEV, p.data.c_str()) != 0)
     return 4;
   Fd overlay(static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, p.root_at.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
   if (!overlay || setns(p.container_ns, CLONE_NEWNS) != 0 || chdir("/") != 0) return 5;
@@ -205,6 +274,10 @@ int child_steps(const Plan& p) {
   }
   // Stacked on the namespace's root: a task that joins starts at the topmost.
   if (syscall(SYS_move_mount, overlay.get(), "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) != 0) return 7;
+  if (!user_writes(p, overlay.get())) return 9;
+  MountAttr readonly{MOUNT_ATTR_RDONLY, 0, 0, 0};
+  if (p.req.readonly && syscall(SYS_mount_setattr, overlay.get(), "", AT_EMPTY_PATH, &readonly, sizeof readonly) != 0)
+    return 10;
   for (size_t i = 0; i < children.size(); ++i) {
     Fd target = open_beneath(overlay.get(), p.root.children[i]);
     if (!target || syscall(SYS_move_mount, children[i].get(), "", target.get(), "",
@@ -222,18 +295,22 @@ constexpr const char* kSteps[] = {"",
                                   "entering the container",
                                   "cloning the container's mounts",
                                   "stacking the new root",
-                                  "moving the container's mounts onto it"};
+                                  "moving the container's mounts onto it",
+                                  "writing the user's /etc/passwd and /etc/group",
+                                  "making it read-only"};
 
 }  // namespace
 
-Status give_rootfs_to_user(int pid, uint32_t uid, uint32_t gid, bool readonly, const std::string& stage) {
+Status give_rootfs_to_user(const RootfsRequest& req) {
+  const int pid = req.pid;
+  const std::string& stage = req.stage;
   auto info = read_text("/proc/" + std::to_string(pid) + "/mountinfo", 1u << 20);
   if (!info) return fail("cannot read the container's mounts: " + info.error());
   auto root = parse_root_overlay(*info);
   if (!root) return root.take_error();
   Fd ns(open(("/proc/" + std::to_string(pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
   if (!ns) return fail("cannot open the container's mount namespace: " + errno_text(errno));
-  auto userns = swapping_userns(uid, gid);
+  auto userns = swapping_userns(req.user.uid, req.user.gid);
   if (!userns) return userns.take_error();
   // The new upper layer beside containerd's ("9/crisp-fs"): root's 0755, which the idmap shows as the user's.
   std::string snapshot = parent_of(root->upper), upper = snapshot + "/crisp-fs", work = snapshot + "/crisp-work";
@@ -243,10 +320,9 @@ Status give_rootfs_to_user(int pid, uint32_t uid, uint32_t gid, bool readonly, c
       return fail("cannot create " + dir + ": " + errno_text(errno));
   std::string lower = root->upper;
   for (const std::string& l : root->lower) lower += ":" + l;
-  Plan plan{*root, ns.get(), userns->get(), stage + "/l", stage + "/r",
+  Plan plan{*root, req, ns.get(), userns->get(), stage + "/l", stage + "/r",
             "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work +
-                (root->options.empty() ? "" : "," + root->options),
-            static_cast<unsigned long>(MS_NOSUID | MS_NODEV) | (readonly ? static_cast<unsigned long>(MS_RDONLY) : 0ul)};
+                (root->options.empty() ? "" : "," + root->options)};
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) return fail("pipe: " + errno_text(errno));
   Fd rd(report[0]), wr(report[1]);
@@ -265,7 +341,7 @@ Status give_rootfs_to_user(int pid, uint32_t uid, uint32_t gid, bool readonly, c
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  if (got != static_cast<ssize_t>(sizeof answer) || answer[0] < 0 || answer[0] > 8)
+  if (got != static_cast<ssize_t>(sizeof answer) || answer[0] < 0 || answer[0] > 10)
     return fail("the process giving the container's files to its user died");
   if (answer[0] != 0)
     return fail("cannot give the container's files to its user: " + std::string(kSteps[answer[0]]) + ": " +

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/host/user_files.h"
 #include "common/result.h"
 
 namespace crisp {
@@ -39,9 +40,17 @@ Result<RootOverlay> parse_root_overlay(const std::string& mountinfo);
 // every other id mapped to itself.
 std::string swap_map(uint32_t id);
 
-// Does the above for the container whose holder is pid, as a child process
-// (crispd's threads never change namespace). stage: a root-only directory for
-// the child's private mounts.
-Status give_rootfs_to_user(int pid, uint32_t uid, uint32_t gid, bool readonly, const std::string& stage);
+struct RootfsRequest {
+  int pid = 0;        // the container's holder
+  UserIdentity user;  // whose files they become, and who is written into /etc/passwd
+  bool readonly = false;
+  std::string stage;      // a root-only directory for the child's private mounts
+  std::string localtime;  // the node's /etc/localtime, copied in; empty: none
+};
+
+// Does the above as a child process (crispd's threads never change namespace),
+// then, as the user in the new root before the container's mounts are on it,
+// writes what user_files.h describes.
+Status give_rootfs_to_user(const RootfsRequest& req);
 
 }  // namespace crisp

@@ -7,6 +7,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "agent/host/host_mounts.h"
 #include "common/files.h"
 #include "agent/host/user_access.h"
+#include "agent/host/user_files.h"
 #include "agent/host/user_rootfs.h"
 
 namespace {
@@ -185,6 +187,25 @@ TEST(UserRootfs, TheIdmapSwapsRootAndTheUser) {
   EXPECT_EQ(crisp::swap_map(2001), "0 2001 1\n2001 0 1\n1 1 2000\n2002 2002 4294965293\n");
   EXPECT_EQ(crisp::swap_map(1), "0 1 1\n1 0 1\n2 2 4294967293\n");
   EXPECT_EQ(crisp::swap_map(0), "0 0 4294967295\n");
+}
+
+TEST(UserFiles, PasswdAndGroupAsEnrootsShadowHookMakesThem) {
+  crisp::UserIdentity u{2001, 2001, "alice", "alice", "Alice A", "/home/alice", "/bin/bash"};
+  std::string image =
+      "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
+      "_apt:x:100:65534::/nonexistent:/usr/sbin/nologin\nubuntu:x:2001:2001::/home/ubuntu:/bin/bash\n"
+      "broken line\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+  EXPECT_EQ(crisp::merged_passwd(image, u, true),
+            "root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+            "alice:x:2001:2001:Alice A:/home/alice:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n");
+  EXPECT_NE(crisp::merged_passwd("", u, false).find("alice:x:2001:2001:Alice A:/home/alice:/bin/sh\n"),
+            std::string::npos)
+      << "a shell the image lacks becomes /bin/sh; an image without /etc/passwd gets root and nobody";
+  crisp::UserIdentity evil{2001, 2001, "a:b\nroot", "g", "x:0:0", "/h", "/bin/sh"};
+  std::string forged = crisp::merged_passwd("", evil, true);
+  EXPECT_EQ(std::count(forged.begin(), forged.end(), '\n'), 3) << "no field can add a line or a field";
+  EXPECT_EQ(crisp::merged_group("root:x:0:\nusers:x:100:\nubuntu:x:2001:\n", u),
+            "root:x:0:\nnogroup:x:65534:\nalice:x:2001:\nusers:x:100:\n");
 }
 
 TEST_F(HostTest, HomeComesFromThePasswordDatabase) {
