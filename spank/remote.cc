@@ -14,6 +14,7 @@
 #include "common/slurm_ids.h"
 #include "common/strings.h"
 #include "spank/contexts.h"
+#include "spank/id_calls_filter.h"
 #include "spank/join.h"
 #include "spank/seam.h"
 
@@ -188,6 +189,8 @@ int remote_task_init(spank_t sp) {
   // Last: the user namespace leaves this task no rights over slurmstepd's setup.
   if (st.opts.remap_root)
     if (auto s = remap_to_root(st.step.uid, st.step.gid); !s) return fail_task(sp, s.error());
+  if (st.step.uid != 0)
+    if (auto s = fake_id_calls(); !s) return fail_task(sp, s.error());
   return 0;
 }
 

@@ -134,10 +134,9 @@ cri::ContainerConfig build_step_container(const StepContainerInput& in, const No
   }
   // srun --pty's terminal is a pty of the node's devpts: the container shows
   // that one (as the node's PID namespace already shows its processes), so
-  // `tty` names it. Its ptmx node is 0000; the node's /dev/ptmx over it lets
-  // programs inside open new ptys there, as on the node.
+  // `tty` names it. (Its ptmx is 0000: crispd makes /dev/ptmx the node's
+  // device, see user_rootfs.h, for programs inside to open new ptys there.)
   add_mount(c, kHostDevpts, "/dev/pts", false);
-  add_mount(c, kHostPtmx, "/dev/pts/ptmx", false);
 
   auto* sc = c.mutable_linux()->mutable_security_context();
   host_namespaces(sc->mutable_namespace_options());

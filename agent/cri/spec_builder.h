@@ -15,7 +15,6 @@ namespace crisp {
 // The sandboxes' CRI log directory: containers log there only when asked (the entrypoint's output).
 inline constexpr const char* kLogDirectory = "/run/crisp/logs";
 inline constexpr const char* kHostDevpts = "/dev/pts";
-inline constexpr const char* kHostPtmx = "/dev/ptmx";
 
 struct NodeSettings {
   std::string node_name;

@@ -1,5 +1,6 @@
 #include "agent/host/user_rootfs.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sched.h>
@@ -8,11 +9,13 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <set>
 
 #include "common/fd.h"
@@ -213,9 +216,12 @@ void make_home(const std::string& home) {
   std::string path;
   for (const std::string& part : split(home, '/'))
     if (!part.empty()) (void)mkdir((path += "/" + part).c_str(), 0755);
-  for (const std::string& name : list_dir("/etc/skel")) {
-    std::string from = "/etc/skel/" + name;
-    if (lstat(from.c_str(), &st) == 0 && S_ISREG(st.st_mode)) replace_file(home + "/" + name, read_small(from), st.st_mode & 0777);
+  // Its files are mostly dotfiles (list_dir leaves those out).
+  std::unique_ptr<DIR, int (*)(DIR*)> skel(opendir("/etc/skel"), closedir);
+  while (dirent* e = skel ? readdir(skel.get()) : nullptr) {
+    std::string name = e->d_name, from = "/etc/skel/" + name;
+    if (name != "." && name != ".." && lstat(from.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      replace_file(home + "/" + name, read_small(from), st.st_mode & 0777);
   }
 }
 
@@ -284,6 +290,13 @@ int child_steps(const Plan& p) {
                            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
       return 8;
   }
+  // /dev/ptmx, runc's symlink into /dev/pts, made the device itself: opened,
+  // it finds the devpts at /dev/pts beside it, the node's (spec_builder.cc).
+  Fd dev = open_beneath(overlay.get(), "/dev");
+  umask(0);
+  if (!dev || (unlinkat(dev.get(), "ptmx", 0) != 0 && errno != ENOENT) ||
+      mknodat(dev.get(), "ptmx", S_IFCHR | 0666, makedev(5, 2)) != 0)
+    return 11;
   return 0;
 }
 
@@ -297,7 +310,8 @@ constexpr const char* kSteps[] = {"",
                                   "stacking the new root",
                                   "moving the container's mounts onto it",
                                   "writing the user's /etc/passwd and /etc/group",
-                                  "making it read-only"};
+                                  "making it read-only",
+                                  "making /dev/ptmx"};
 
 }  // namespace
 
@@ -341,7 +355,7 @@ Status give_rootfs_to_user(const RootfsRequest& req) {
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  if (got != static_cast<ssize_t>(sizeof answer) || answer[0] < 0 || answer[0] > 10)
+  if (got != static_cast<ssize_t>(sizeof answer) || answer[0] < 0 || answer[0] > 11)
     return fail("the process giving the container's files to its user died");
   if (answer[0] != 0)
     return fail("cannot give the container's files to its user: " + std::string(kSteps[answer[0]]) + ": " +

@@ -46,6 +46,71 @@ test_named_container_keeps_the_users_changes() {
   expect "crispctl rm removes it" equals "$RC" 0
 }
 
+# As enroot's standard hooks make it: the user has a name, a home and the node's timezone inside.
+test_the_user_exists_inside() {
+  local uid gid; uid=$(id -u "$TEST_USER"); gid=$(id -g "$TEST_USER")
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" \
+    sh -c 'id -un; whoami; grep "^$(id -un):" /etc/passwd; grep -c "^root:" /etc/passwd; md5sum </etc/localtime'
+  expect "id -un and whoami name the user" equals "$(head -2 <<<"$OUT")" "$TEST_USER"$'\n'"$TEST_USER"
+  expect "their passwd entry is the node's" equals "$(sed -n 3p <<<"$OUT")" \
+    "$TEST_USER:x:$uid:$gid::/home/$TEST_USER:/bin/sh"
+  expect "... root's is there once" equals "$(sed -n 4p <<<"$OUT")" 1
+  expect "the node's timezone" equals "$(sed -n 5p <<<"$OUT")" "$(md5sum </etc/localtime)"
+  # From /tmp: the job's directory is then not under the home, which is made from /etc/skel.
+  run bash -c "cd /tmp && runuser -u $TEST_USER -- ${SRUN[*]} --container-image=$DEBIAN_IMAGE \
+    sh -c 'ls -A \$HOME | tr \"\\n\" \" \"; echo; grep -c ^_apt: /etc/passwd; cat /etc/apt/apt.conf.d/99crisp-sandbox'"
+  expect "a home from the image's /etc/skel" equals "$(head -1 <<<"$OUT")" ".bash_logout .bashrc .profile "
+  expect "_apt is gone" equals "$(sed -n 2p <<<"$OUT")" 0
+  expect "apt is told to stay root" equals "$(sed -n 3p <<<"$OUT")" 'APT::Sandbox::User "root";'
+  expect "the image's own layers never name the user" equals \
+    "$(grep -l "^$TEST_USER:" "$SNAPSHOTS"/*/fs/etc/passwd 2>/dev/null | wc -l)" 0
+}
+
+APT_PORT=5003
+
+# serve_apt_repository: a one-package apt repository (crisp-hello) on loopback,
+# made with dpkg-deb and dpkg-scanpackages, served until stop_apt_repository.
+serve_apt_repository() {
+  local repo=/var/tmp/crisp-it/apt
+  rm -rf "$repo" && mkdir -p "$repo/pkg/DEBIAN" "$repo/pkg/usr/bin"
+  printf '#!/bin/sh\necho hello from the loopback repository\n' >"$repo/pkg/usr/bin/crisp-hello"
+  chmod 755 "$repo/pkg/usr/bin/crisp-hello"
+  printf 'Package: crisp-hello\nVersion: 1.0\nArchitecture: all\nMaintainer: crisp tests <crisp@localhost>\nDescription: crisp test package\n' \
+    >"$repo/pkg/DEBIAN/control"
+  dpkg-deb --root-owner-group -b "$repo/pkg" "$repo/crisp-hello_1.0_all.deb" >/dev/null
+  (cd "$repo" && dpkg-scanpackages . /dev/null >Packages 2>/dev/null) && rm -rf "$repo/pkg"
+  python3 -m http.server --bind 127.0.0.1 "$APT_PORT" --directory "$repo" >/dev/null 2>&1 &
+  APT_SERVER=$!
+  wait_until 10 curl -sf "http://127.0.0.1:$APT_PORT/Packages" -o /dev/null
+}
+stop_apt_repository() { kill "$APT_SERVER" 2>/dev/null; wait "$APT_SERVER" 2>/dev/null; }
+
+# The everyday Pyxis workflow: root in a Debian image installs a package, the
+# named container keeps it for the job's next step and the user's next job.
+test_apt_under_remap_root_from_a_loopback_repository() {
+  serve_apt_repository
+  local node; node=$(hostname -s)
+  local install="echo 'deb [trusted=yes] http://127.0.0.1:$APT_PORT ./' >/etc/apt/sources.list &&
+    apt-get update && apt-get install -y --no-install-recommends crisp-hello"
+  in_allocation "
+    srun -w $node --container-image=$DEBIAN_IMAGE --container-remap-root --container-name=apt bash -c \"$install\" >/dev/null
+    echo install=\$?
+    echo next-step=\$(srun -w $node --container-name=apt crisp-hello)"
+  expect "apt-get update && apt-get install as root in the image" contains "$OUT" "install=0"
+  expect "the job's next step finds the package" contains "$OUT" "next-step=hello from the loopback repository"
+  expect "apt warns of nothing it could not do" lacks "$ERR" "W: "
+  expect "... nor fails to log (it opens a pty)" lacks "$ERR" "E: "
+  run as_user "${SRUN[@]}" -w "$node" --container-name=apt crisp-hello
+  expect "... and the user's next job too (global scope)" equals "$OUT" "hello from the loopback repository"
+  run as_user "${SRUN[@]}" -w "$node" --container-image="$DEBIAN_IMAGE" sh -c 'command -v crisp-hello || echo absent'
+  expect "the image itself is unchanged" equals "$OUT" absent
+  run as_user "${SRUN[@]}" -w "$node" --container-image="$DEBIAN_IMAGE" sh -c 'grep Seccomp: /proc/self/status; chown 0 /etc/hostname; echo chown=$?'
+  expect "enroot's filter: chown answers 0" contains "$OUT" "chown=0"
+  expect "... Seccomp: 2, as with Pyxis" contains "$OUT" $'Seccomp:\t2'
+  run runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" rm apt
+  stop_apt_repository
+}
+
 test_locale_home_and_entrypoint_variables() {
   run as_user env LANG=en_US.UTF-8 LC_ALL=en_US.UTF-8 LANGUAGE=en "${SRUN[@]}" --container-image="$TEST_IMAGE" \
     sh -c 'echo "${LANG-unset}|${LC_ALL-unset}|${LANGUAGE-unset}"'
@@ -133,6 +198,8 @@ KEYS
   expect "less shows the file and quits on q" contains "$OUT" "line-two"
   expect "Ctrl-C stops the foreground job, the shell goes on" contains "$OUT" "after-ctrl-c rc=130"
   expect "the step ends with the shell" equals "$RC" 0
+  run as_user "${SRUN[@]}" --container-image="$DEBIAN_IMAGE" script -qc tty /dev/null
+  expect "a program inside opens a pty of its own (script, tmux, apt's log)" contains "$OUT" "/dev/pts/"
 }
 
 # Slurm 22.05 under ConstrainDevices gives every task of --gpus-per-task=1 the

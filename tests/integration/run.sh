@@ -55,6 +55,8 @@ t environment_variables
 t rootfs_is_the_users
 t setuid_file_written_inside_grants_nothing
 t named_container_keeps_the_users_changes
+t apt_under_remap_root_from_a_loopback_repository
+t the_user_exists_inside
 t locale_home_and_entrypoint_variables
 t workdir_as_pyxis
 t mounts_as_pyxis

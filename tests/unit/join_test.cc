@@ -2,6 +2,7 @@
 // unshare(CLONE_NEWUSER) fail as a node's policy would (this machine's sysctl
 // is read-only, so the integration tests cannot turn them off).
 #include "spank/join.h"
+#include "spank/id_calls_filter.h"
 
 #include <gtest/gtest.h>
 #include <linux/filter.h>
@@ -11,7 +12,10 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <grp.h>
+#include <sys/fsuid.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -77,6 +81,29 @@ TEST(RemapRoot, TheTaskIsNotDumpableAfterward) {
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 0) << (allowed ? "after a remap" : "after a failed one") << " (12: still dumpable)";
   }
+}
+
+// As enroot's filter: chown to another owner and the setuid family answer 0 and change nothing.
+TEST(IdCallsFilter, ChownAndSetuidSucceedWithoutEffect) {
+  char path[] = "/tmp/crisp-idcalls-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (!crisp::fake_id_calls()) _exit(10);
+    if (chown(path, 4242, 4242) != 0 || setuid(4242) != 0 || setgroups(0, nullptr) != 0) _exit(11);
+    struct stat st {};
+    if (stat(path, &st) != 0 || st.st_uid == 4242 || getuid() == 4242) _exit(12);
+    if (setfsuid(static_cast<uid_t>(-1)) != static_cast<int>(getuid())) _exit(13);  // -1 still asks
+    _exit(crisp::read_text("/proc/self/status")->find("Seccomp:\t2") == std::string::npos ? 14 : 0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  unlink(path);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10 install, 11 a call failed, 12 one took effect, 13 setfsuid(-1), 14 no filter";
 }
 
 // The holder's pid may be reused once it exits; a task must never join the

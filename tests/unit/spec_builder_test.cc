@@ -68,7 +68,7 @@ TEST(SpecBuilder, StepContainerRunsOnlyTheHolderAsTheUser) {
 
 TEST(SpecBuilder, MountsHolderUserMountsAndWorkdir) {
   auto c = crisp::build_step_container(input(), node);
-  ASSERT_EQ(c.mounts_size(), 5);
+  ASSERT_EQ(c.mounts_size(), 4);
   EXPECT_EQ(c.mounts(0).host_path(), node.holder_path);
   EXPECT_TRUE(c.mounts(0).readonly());
   EXPECT_EQ(c.mounts(1).host_path(), "/data");
@@ -78,15 +78,13 @@ TEST(SpecBuilder, MountsHolderUserMountsAndWorkdir) {
   EXPECT_EQ(c.mounts(2).container_path(), "/home/alice");
   EXPECT_FALSE(c.mounts(2).readonly());
   EXPECT_EQ(c.mounts(3).host_path(), "/dev/pts") << "srun --pty's terminal lives there";
-  EXPECT_EQ(c.mounts(4).host_path(), "/dev/ptmx");
-  EXPECT_EQ(c.mounts(4).container_path(), "/dev/pts/ptmx");
 }
 
 TEST(SpecBuilder, UserMountOverWorkdirWins) {
   auto in = input();
   in.mounts[0].set_target("/home/alice");
   auto c = crisp::build_step_container(in, node);
-  ASSERT_EQ(c.mounts_size(), 4);
+  ASSERT_EQ(c.mounts_size(), 3);
   EXPECT_EQ(c.mounts(1).host_path(), "/data");
 }
 
@@ -95,7 +93,7 @@ TEST(SpecBuilder, WorkdirThroughASymlinkIsMountedAtBothPaths) {
   in.workdir = "/data/home/alice";
   in.workdir_alias = "/home/alice";
   auto c = crisp::build_step_container(in, node);
-  ASSERT_EQ(c.mounts_size(), 6);
+  ASSERT_EQ(c.mounts_size(), 5);
   EXPECT_EQ(c.mounts(2).host_path(), "/run/crisp/tmpfs/1234.0/m0") << "the staged clone, never the user's path";
   EXPECT_EQ(c.mounts(2).container_path(), "/data/home/alice");
   EXPECT_EQ(c.mounts(3).host_path(), "/run/crisp/tmpfs/1234.0/m0");
@@ -105,7 +103,7 @@ TEST(SpecBuilder, WorkdirThroughASymlinkIsMountedAtBothPaths) {
 TEST(SpecBuilder, SameWorkdirAndAliasMountOnce) {
   auto in = input();
   in.workdir_alias = in.workdir;
-  EXPECT_EQ(crisp::build_step_container(in, node).mounts_size(), 5);
+  EXPECT_EQ(crisp::build_step_container(in, node).mounts_size(), 4);
 }
 
 TEST(SpecBuilder, NamedContainerWithEntrypointAndReadonlyRoot) {
