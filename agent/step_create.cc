@@ -499,7 +499,7 @@ Status StepManager::give_rootfs(const v1::CreateStepRequest& req, const Plan& pl
   r.stage = settings_.tmpfs_base + "-rootfs";
   // The node's timezone: the admin's file, read as root.
   if (auto tz = read_text("/etc/localtime", 1u << 20)) r.localtime = *tz;
-  return give_rootfs_to_user(r);
+  return settings_.give_rootfs(r);
 }
 
 Status StepManager::run_hooks(const Plan& plan) {

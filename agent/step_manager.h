@@ -19,6 +19,7 @@
 #include "agent/devices/device_roots.h"
 #include "agent/devices/rdma_plan.h"
 #include "agent/host/host_artifacts.h"
+#include "agent/host/user_rootfs.h"
 #include "agent/host/host_mounts.h"
 #include "agent/images/image_store.h"
 #include "agent/slurm_jobs.h"
@@ -51,6 +52,8 @@ struct StepSettings {
   std::function<Result<StepGpus>(uint32_t job, uint32_t step, const std::string& node)> step_gpus;
   // containerd's task bundles, for CDI hooks' OCI state: <state>/io.containerd.runtime.v2.task/k8s.io/<id>.
   std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
+  // Makes the container's root filesystem the user's (user_rootfs.h); a seam for the fake CRI's tests.
+  std::function<Status(const RootfsRequest&)> give_rootfs = give_rootfs_to_user;
 };
 
 // A lock that keeps its mutex alive: a job's mutex leaves the map at the job's end.

@@ -205,6 +205,11 @@ class AgentTest : public ::testing::Test {
     char exe[4096] = {};
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     s.holder_exe = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
+    // The fake's "holder" is this test, not a container: the real thing is host_test's and the cluster's.
+    s.give_rootfs = [](const crisp::RootfsRequest& r) -> crisp::Status {
+      if (r.user.uid == 0 && r.user.user.empty()) return crisp::fail("no user to give the files to");
+      return crisp::Ok{};
+    };
     return s;
   }
   crisp::v1::CreateStepRequest step(uint32_t job, uint32_t stepid, uint32_t uid = 1000) {
@@ -250,6 +255,31 @@ TEST_F(AgentTest, ConcurrentRequestsForOneImageMakeOnePull) {
   // Later requests find it in the store.
   ASSERT_TRUE(images_->ensure("127.0.0.1:5000/busybox:latest").ok());
   EXPECT_EQ(images_->counters().cached, 1u);
+}
+
+TEST_F(AgentTest, TheRootFilesystemGoesToTheStepsUserOrTheCreateIsUndone) {
+  auto s = settings();
+  std::vector<crisp::RootfsRequest> asked;
+  s.give_rootfs = [&](const crisp::RootfsRequest& r) -> crisp::Status {
+    asked.push_back(r);
+    if (r.user.uid == 1002) return crisp::fail("cannot give the container's files to its user: mounting the overlay: EINVAL");
+    return crisp::Ok{};
+  };
+  crisp::StepManager steps(*client_, *images_, s);
+  auto r = step(40, 0, 1001);
+  r.set_readonly_rootfs(true);
+  ASSERT_TRUE(steps.create(r).ok());
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].user.uid, 1001u);
+  EXPECT_EQ(asked[0].user.gid, 1001u);
+  EXPECT_TRUE(asked[0].readonly);
+  EXPECT_GT(asked[0].pid, 0) << "the holder's";
+  auto failed = steps.create(step(41, 0, 1002));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error(), "cannot give the container's files to its user: mounting the overlay: EINVAL");
+  std::lock_guard l(fake_.mu);
+  for (const auto& [id, c] : fake_.containers)
+    EXPECT_NE(c.labels().at(crisp::labels::kJob), "41") << "the failed step's container is removed";
 }
 
 TEST_F(AgentTest, MissingImageSaysSo) {

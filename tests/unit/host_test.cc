@@ -222,7 +222,7 @@ TEST_F(HostTest, TmpfsMountsBelongToTheUserAreBoundedAndGoAway) {
   std::string mounts = root_ + "/tmpfs/7.0";
   ASSERT_TRUE(crisp::make_mount_root(root_ + "/tmpfs", mounts).ok());
   for (size_t i = 0; i < 2; ++i) {
-    auto d = crisp::make_tmpfs(mounts, i, kNobody, kNobody, "1m");
+    auto d = crisp::make_tmpfs(mounts, i, kNobody, kNobody, "size=1m");
     ASSERT_TRUE(d.ok()) << d.error();
     struct statfs fs {};
     ASSERT_EQ(statfs(d->c_str(), &fs), 0);
@@ -243,7 +243,7 @@ TEST_F(HostTest, HostArtifactsAreRemovedUnlessKept) {
   {
     crisp::HostArtifacts host;
     ASSERT_TRUE(host.open_mount_root(root_ + "/tmpfs", "8.0").ok());
-    ASSERT_TRUE(host.make_tmpfs(kNobody, kNobody, "1m").ok());
+    ASSERT_TRUE(host.make_tmpfs(kNobody, kNobody, "size=1m").ok());
     ASSERT_TRUE(host.make_hca_view(root_, {}, root_ + "/hca/8.0").ok());
     write(log, "x", 0600);
     host.add_file(log);
@@ -255,7 +255,7 @@ TEST_F(HostTest, HostArtifactsAreRemovedUnlessKept) {
   {
     crisp::HostArtifacts host;
     ASSERT_TRUE(host.open_mount_root(root_ + "/tmpfs", "9.0").ok());
-    ASSERT_TRUE(host.make_tmpfs(kNobody, kNobody, "1m").ok());
+    ASSERT_TRUE(host.make_tmpfs(kNobody, kNobody, "size=1m").ok());
     host.keep();
   }  // a create that succeeded: the container owns it now
   EXPECT_EQ(access((root_ + "/tmpfs/9.0/0").c_str(), F_OK), 0);
