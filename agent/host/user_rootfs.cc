@@ -15,6 +15,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <set>
 
@@ -148,7 +150,7 @@ Status write_text(const std::string& path, const std::string& text) {
 
 // A user namespace whose maps swap 0 and uid (gid): what the layers' idmap follows.
 // Made by a child that only waits in it, then exits.
-Result<Fd> swapping_userns(uint32_t uid, uint32_t gid) {
+Result<Fd> make_swapping_userns(uint32_t uid, uint32_t gid) {
   int ready[2];
   if (pipe2(ready, O_CLOEXEC) != 0) return fail("pipe: " + errno_text(errno));
   Fd rd(ready[0]), wr(ready[1]);
@@ -175,6 +177,26 @@ Result<Fd> swapping_userns(uint32_t uid, uint32_t gid) {
   return out;
 }
 
+// One per user, kept (a namespace costs a fork to make; the mounts that use
+// one hold it themselves); forgotten all at once past kMaxKept users.
+// The caller gets its own descriptor of it.
+Result<Fd> swapping_userns(uint32_t uid, uint32_t gid) {
+  constexpr size_t kMaxKept = 1024;
+  static std::mutex mu;
+  static std::map<std::pair<uint32_t, uint32_t>, Fd> kept;
+  std::lock_guard lock(mu);
+  auto it = kept.find({uid, gid});
+  if (it == kept.end()) {
+    auto made = make_swapping_userns(uid, gid);
+    if (!made) return made.take_error();
+    if (kept.size() >= kMaxKept) kept.clear();
+    it = kept.emplace(std::pair{uid, gid}, std::move(*made)).first;
+  }
+  Fd mine(fcntl(it->second.get(), F_DUPFD_CLOEXEC, 0));
+  if (!mine) return fail("dup: " + errno_text(errno));
+  return mine;
+}
+
 Fd open_beneath(int dirfd, const std::string& path) {
   open_how how{};
   how.flags = O_PATH | O_CLOEXEC;
@@ -191,71 +213,73 @@ struct Plan {
   std::string layers_at, root_at, data;
 };
 
-// Written whole, then renamed over the old: a reader never sees half.
-bool replace_file(const std::string& path, const std::string& text, mode_t mode) {
-  std::string tmp = path + ".crisp-new";
-  Fd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode));
-  bool ok = fd && write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-            fchmod(fd.get(), mode) == 0 && rename(tmp.c_str(), path.c_str()) == 0;
-  if (!ok) unlink(tmp.c_str());
-  return ok;
+// Paths of the image, resolved as if its root were "/" and never off the new
+// root's own mount: an image's symlink cannot lead a write anywhere else.
+Fd open_in(int root, const std::string& path, uint64_t flags) {
+  open_how how{};
+  how.flags = flags | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS;
+  return Fd(static_cast<int>(syscall(SYS_openat2, root, path.c_str(), &how, sizeof how)));
 }
 
-std::string read_small(const std::string& path) {
-  Fd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+std::string read_small(int root, const std::string& path) {
+  Fd fd = open_in(root, path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
   struct stat st {};
   if (!fd || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
   auto text = read_up_to(fd.get(), 1u << 20);
   return text ? *text : "";
 }
 
+// name in dir written whole, then renamed over the old (a reader never sees
+// half), the user's as the image's other files are.
+bool replace_file(int dir, const std::string& name, const std::string& text, mode_t mode, const UserIdentity& u) {
+  std::string tmp = name + ".crisp-new";
+  (void)unlinkat(dir, tmp.c_str(), 0);
+  Fd fd(openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  bool ok = fd && write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+            fchmod(fd.get(), mode) == 0 && fchown(fd.get(), u.uid, u.gid) == 0 &&
+            renameat(dir, tmp.c_str(), dir, name.c_str()) == 0;
+  if (!ok) (void)unlinkat(dir, tmp.c_str(), 0);
+  return ok;
+}
+
 // The home from /etc/skel's files, when nothing is there (a mount would be).
-void make_home(const std::string& home) {
-  struct stat st {};
-  if (home.size() < 2 || home.front() != '/' || stat(home.c_str(), &st) == 0) return;
-  std::string path;
-  for (const std::string& part : split(home, '/'))
-    if (!part.empty()) (void)mkdir((path += "/" + part).c_str(), 0755);
-  // Its files are mostly dotfiles (list_dir leaves those out).
-  std::unique_ptr<DIR, int (*)(DIR*)> skel(opendir("/etc/skel"), closedir);
-  while (dirent* e = skel ? readdir(skel.get()) : nullptr) {
-    std::string name = e->d_name, from = "/etc/skel/" + name;
-    if (name != "." && name != ".." && lstat(from.c_str(), &st) == 0 && S_ISREG(st.st_mode))
-      replace_file(home + "/" + name, read_small(from), st.st_mode & 0777);
+void make_home(int root, const UserIdentity& u) {
+  if (u.home.size() < 2 || u.home.front() != '/' || open_in(root, u.home, O_PATH)) return;
+  Fd dir = open_in(root, "/", O_PATH | O_DIRECTORY);
+  for (const std::string& part : split(u.home, '/')) {
+    if (part.empty() || part == "." || part == ".." || !dir) continue;
+    if (mkdirat(dir.get(), part.c_str(), 0755) == 0) (void)!fchownat(dir.get(), part.c_str(), u.uid, u.gid, AT_SYMLINK_NOFOLLOW);
+    dir = open_in(dir.get(), part, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+  }
+  Fd skel = open_in(root, "/etc/skel", O_RDONLY | O_DIRECTORY);
+  std::unique_ptr<DIR, int (*)(DIR*)> list(skel ? fdopendir(skel.release()) : nullptr, closedir);
+  while (dirent* e = list && dir ? readdir(list.get()) : nullptr) {
+    std::string name = e->d_name;
+    Fd from(name == "." || name == ".." ? -1 : openat(dirfd(list.get()), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    struct stat st {};
+    auto text = from && fstat(from.get(), &st) == 0 && S_ISREG(st.st_mode) ? read_up_to(from.get(), 1u << 20)
+                                                                           : Result<std::string>(fail(""));
+    if (text) replace_file(dir.get(), name, *text, st.st_mode & 0777, u);
   }
 }
 
-// In the new root, as the user: what enroot's standard hooks write.
-int write_user_files(const Plan& p) {
+// In the new root, before any of the container's mounts is on it: what enroot's standard hooks write.
+bool write_user_files(const Plan& p, int root) {
   const UserIdentity& u = p.req.user;
-  (void)mkdir("/etc", 0755);
-  bool shell = !u.shell.empty() && access(u.shell.c_str(), X_OK) == 0;
-  if (!replace_file("/etc/passwd", merged_passwd(read_small("/etc/passwd"), u, shell), 0644) ||
-      !replace_file("/etc/group", merged_group(read_small("/etc/group"), u), 0644))
-    return 1;
-  if (!p.req.localtime.empty()) (void)replace_file("/etc/localtime", p.req.localtime, 0644);
+  (void)mkdirat(root, "etc", 0755);
+  Fd etc = open_in(root, "/etc", O_PATH | O_DIRECTORY);
   struct stat st {};
-  if (stat("/etc/apt/apt.conf.d", &st) == 0 && S_ISDIR(st.st_mode))
-    (void)replace_file("/etc/apt/apt.conf.d/99crisp-sandbox", kAptSandboxConf, 0644);
-  make_home(u.home);
-  return 0;
-}
-
-// A grandchild enters the new root and becomes the user to write there.
-bool user_writes(const Plan& p, int overlay) {
-  pid_t pid = fork();
-  if (pid < 0) return false;
-  if (pid == 0) {
-    const UserIdentity& u = p.req.user;
-    if (fchdir(overlay) != 0 || chroot(".") != 0 || chdir("/") != 0 || syscall(SYS_setgroups, 0, nullptr) != 0 ||
-        syscall(SYS_setresgid, u.gid, u.gid, u.gid) != 0 || syscall(SYS_setresuid, u.uid, u.uid, u.uid) != 0)
-      _exit(1);
-    _exit(write_user_files(p));
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  Fd shell = u.shell.empty() ? Fd() : open_in(root, u.shell, O_PATH);
+  bool has_shell = shell && fstat(shell.get(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
+  if (!etc || !replace_file(etc.get(), "passwd", merged_passwd(read_small(root, "/etc/passwd"), u, has_shell), 0644, u) ||
+      !replace_file(etc.get(), "group", merged_group(read_small(root, "/etc/group"), u), 0644, u))
+    return false;
+  if (!p.req.localtime.empty()) (void)replace_file(etc.get(), "localtime", p.req.localtime, 0644, u);
+  if (Fd apt = open_in(root, "/etc/apt/apt.conf.d", O_PATH | O_DIRECTORY))
+    (void)replace_file(apt.get(), "99crisp-sandbox", kAptSandboxConf, 0644, u);
+  make_home(root, u);
+  return true;
 }
 
 int child_steps(const Plan& p) {
@@ -280,7 +304,7 @@ int child_steps(const Plan& p) {
   }
   // Stacked on the namespace's root: a task that joins starts at the topmost.
   if (syscall(SYS_move_mount, overlay.get(), "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) != 0) return 7;
-  if (!user_writes(p, overlay.get())) return 9;
+  if (!write_user_files(p, overlay.get())) return 9;
   MountAttr readonly{MOUNT_ATTR_RDONLY, 0, 0, 0};
   if (p.req.readonly && syscall(SYS_mount_setattr, overlay.get(), "", AT_EMPTY_PATH, &readonly, sizeof readonly) != 0)
     return 10;
