@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <linux/openat2.h>
 #include <sched.h>
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include <mutex>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include "common/fd.h"
 #include "common/files.h"
@@ -324,6 +326,9 @@ int child_steps(const Plan& p) {
   return 0;
 }
 
+// Kernel work on root's directories only: seconds would mean something is wrong.
+constexpr int kChildTimeoutMs = 10000;
+
 constexpr const char* kSteps[] = {"",
                                   "a private mount namespace",
                                   "the idmapped clone of the layers",
@@ -375,12 +380,16 @@ Status give_rootfs_to_user(const RootfsRequest& req) {
   }
   wr.reset();
   int answer[2] = {-1, 0};
-  ssize_t got = read(rd.get(), answer, sizeof answer);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  pollfd p{rd.get(), POLLIN, 0};
+  ssize_t got = poll(&p, 1, kChildTimeoutMs) == 1 ? read(rd.get(), answer, sizeof answer) : 0;
+  if (got <= 0) kill(child, SIGKILL);
+  // Its exit (unmapping a copy of crispd) is no part of the step's launch: reaped aside.
+  std::thread([child] {
+    while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }).detach();
   if (got != static_cast<ssize_t>(sizeof answer) || answer[0] < 0 || answer[0] > 11)
-    return fail("the process giving the container's files to its user died");
+    return fail("the process giving the container's files to its user died or hung");
   if (answer[0] != 0)
     return fail("cannot give the container's files to its user: " + std::string(kSteps[answer[0]]) + ": " +
                 errno_text(answer[1]));
