@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <mutex>
 
 #include "agent/cri/labels.h"
 #include "agent/devices/cdi_hooks.h"
@@ -499,7 +500,14 @@ Status StepManager::give_rootfs(const v1::CreateStepRequest& req, const Plan& pl
   r.stage = settings_.tmpfs_base + "-rootfs";
   // The node's timezone: the admin's file, read as root.
   if (auto tz = read_text("/etc/localtime", 1u << 20)) r.localtime = *tz;
-  return settings_.give_rootfs(r);
+  Status given = settings_.give_rootfs(r);
+  if (!given && given.error_kind() == ErrorKind::kUnsupported) {
+    // The step still runs, in root's files, as before crisp did this; the admin hears once.
+    static std::once_flag said;
+    std::call_once(said, [&] { log_warn("containers keep root's files on this node: " + given.error()); });
+    return Ok{};
+  }
+  return given;
 }
 
 Status StepManager::run_hooks(const Plan& plan) {

@@ -15,6 +15,7 @@ enum class ErrorKind {
   kTimedOut,     // a deadline passed
   kUnreachable,  // nothing listens where crispd (or containerd) should
   kNotFound,     // a path named does not exist
+  kUnsupported,  // this node's kernel, filesystem or runtime cannot do it
 };
 
 struct Error {

@@ -350,7 +350,7 @@ Status give_rootfs_to_user(const RootfsRequest& req) {
   auto info = read_text("/proc/" + std::to_string(pid) + "/mountinfo", 1u << 20);
   if (!info) return fail("cannot read the container's mounts: " + info.error());
   auto root = parse_root_overlay(*info);
-  if (!root) return root.take_error();
+  if (!root) return fail(ErrorKind::kUnsupported, root.error());
   Fd ns(open(("/proc/" + std::to_string(pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
   if (!ns) return fail("cannot open the container's mount namespace: " + errno_text(errno));
   auto userns = swapping_userns(req.user.uid, req.user.gid);
@@ -391,8 +391,10 @@ Status give_rootfs_to_user(const RootfsRequest& req) {
   if (got != static_cast<ssize_t>(sizeof answer) || answer[0] < 0 || answer[0] > 11)
     return fail("the process giving the container's files to its user died or hung");
   if (answer[0] != 0)
-    return fail("cannot give the container's files to its user: " + std::string(kSteps[answer[0]]) + ": " +
-                errno_text(answer[1]));
+    // Idmapping the layers is what a filesystem may not support (before Linux 6.3, tmpfs; btrfs before 5.15 ...).
+    return fail(answer[0] == 2 ? ErrorKind::kUnsupported : ErrorKind::kFailed,
+                "cannot give the container's files to its user: " + std::string(kSteps[answer[0]]) + ": " +
+                    errno_text(answer[1]));
   return Ok{};
 }
 

@@ -49,8 +49,10 @@ struct RootfsRequest {
 };
 
 // Does the above as a child process (crispd's threads never change namespace),
-// then, as the user in the new root before the container's mounts are on it,
-// writes what user_files.h describes.
+// then, in the new root before the container's mounts are on it, writes what
+// user_files.h describes, as the user's. An error of kind kUnsupported: this
+// node cannot (containerd's root is not an overlay of snapshots, or their
+// filesystem takes no idmap); the container is left as containerd made it.
 Status give_rootfs_to_user(const RootfsRequest& req);
 
 }  // namespace crisp

@@ -263,6 +263,7 @@ TEST_F(AgentTest, TheRootFilesystemGoesToTheStepsUserOrTheCreateIsUndone) {
   s.give_rootfs = [&](const crisp::RootfsRequest& r) -> crisp::Status {
     asked.push_back(r);
     if (r.user.uid == 1002) return crisp::fail("cannot give the container's files to its user: mounting the overlay: EINVAL");
+    if (r.user.uid == 1003) return crisp::fail(crisp::ErrorKind::kUnsupported, "the container's root is btrfs");
     return crisp::Ok{};
   };
   crisp::StepManager steps(*client_, *images_, s);
@@ -277,6 +278,7 @@ TEST_F(AgentTest, TheRootFilesystemGoesToTheStepsUserOrTheCreateIsUndone) {
   auto failed = steps.create(step(41, 0, 1002));
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.error(), "cannot give the container's files to its user: mounting the overlay: EINVAL");
+  EXPECT_TRUE(steps.create(step(42, 0, 1003)).ok()) << "a node that cannot idmap runs steps in root's files, as before";
   std::lock_guard l(fake_.mu);
   for (const auto& [id, c] : fake_.containers)
     EXPECT_NE(c.labels().at(crisp::labels::kJob), "41") << "the failed step's container is removed";
