@@ -119,13 +119,13 @@ std::vector<EnvEdit> task_gpu_env(const std::vector<std::string>& step_env, cons
       continue;
     }
     if (!step || !task || step->empty() || task->empty()) continue;
-    std::vector<std::string> order = split(*step, ','), inside;
-    for (const std::string& gpu : split(*task, ',')) {
+    std::vector<std::string> order = split(*step, ','), mine = split(*task, ','), inside;
+    for (const std::string& gpu : mine) {
       auto at = std::find(order.begin(), order.end(), gpu);
       if (at == order.end()) break;
       inside.push_back(std::to_string(at - order.begin()));
     }
-    if (inside.size() == split(*task, ',').size()) edits.push_back({name, join(inside, ",")});
+    if (inside.size() == mine.size()) edits.push_back({name, join(inside, ",")});
   }
   return edits;
 }

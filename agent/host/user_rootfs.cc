@@ -24,7 +24,6 @@
 
 #include "common/fd.h"
 #include "common/files.h"
-#include "common/mount_spec.h"
 #include "common/strings.h"
 
 #ifndef MOUNT_ATTR_RDONLY
@@ -42,6 +41,16 @@ namespace {
 struct MountAttr {  // linux/mount.h's struct mount_attr
   uint64_t attr_set, attr_clr, propagation, userns_fd;
 };
+
+// openat2 of path relative to dirfd, a leading "/" dropped ("/" itself is ".").
+Fd open_at(int dirfd, const std::string& path, uint64_t flags, uint64_t resolve) {
+  open_how how{};
+  how.flags = flags | O_CLOEXEC;
+  how.resolve = resolve;
+  size_t start = path.find_first_not_of('/');
+  std::string rel = start == std::string::npos ? "." : path.substr(start);
+  return Fd(static_cast<int>(syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how)));
+}
 
 // mountinfo escapes space, tab, newline and backslash as \ooo.
 std::string unescape(const std::string& s) {
@@ -199,12 +208,9 @@ Result<Fd> swapping_userns(uint32_t uid, uint32_t gid) {
   return mine;
 }
 
+// path under dirfd ("/" first or not), through no symlink: the container's own mount points.
 Fd open_beneath(int dirfd, const std::string& path) {
-  open_how how{};
-  how.flags = O_PATH | O_CLOEXEC;
-  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  std::string rel = path.substr(path.find_first_not_of('/') == std::string::npos ? path.size() : path.find_first_not_of('/'));
-  return Fd(static_cast<int>(syscall(SYS_openat2, dirfd, rel.empty() ? "." : rel.c_str(), &how, sizeof how)));
+  return open_at(dirfd, path, O_PATH, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 }
 
 // What the child does, step by step; the step that failed and errno go back to crispd.
@@ -218,10 +224,7 @@ struct Plan {
 // Paths of the image, resolved as if its root were "/" and never off the new
 // root's own mount: an image's symlink cannot lead a write anywhere else.
 Fd open_in(int root, const std::string& path, uint64_t flags) {
-  open_how how{};
-  how.flags = flags | O_CLOEXEC;
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS;
-  return Fd(static_cast<int>(syscall(SYS_openat2, root, path.c_str(), &how, sizeof how)));
+  return open_at(root, path, flags, RESOLVE_IN_ROOT | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS);
 }
 
 std::string read_small(int root, const std::string& path) {
