@@ -53,6 +53,7 @@ class Server {
   bool may_log_user_noise();
   void leave(const Peer& peer);
   void serve_connection(int fd, const Peer& peer);
+  void release_answered_first(int fd, const v1::Request& req, const Peer& peer);
   Result<v1::PullResponse> pull(const v1::PullRequest& req);
   v1::StatsResponse stats() const;
   static constexpr std::chrono::seconds kIoTimeout{10};

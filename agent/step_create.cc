@@ -170,6 +170,7 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   if (!started) return fail("the step's container exited as it was made: " + started.error());
   guard.keep();
   host.keep();
+  keep_holder(plan.container_id, plan.pid, *started);
   plan.out.set_holder_pid(plan.pid);
   plan.out.set_holder_start_time(*started);
   plan.out.set_container_id(plan.container_id);

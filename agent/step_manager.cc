@@ -1,5 +1,6 @@
 #include "agent/step_manager.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -73,7 +74,9 @@ Status StepManager::remove_containers(const std::vector<cri::Container>& contain
   Status result = Ok{};
   for (const cri::Container& c : containers) {
     std::vector<std::string> adopted = adopted_cgroups(c);
-    // The holder exits on SIGTERM, so the stop is quick; remove alone would SIGKILL it.
+    // Ended first, at once; containerd's stop then only notes the exit. Unknown to this
+    // crispd, it exits on the stop's SIGTERM; remove alone would SIGKILL it.
+    (void)end_holder(c.id());
     if (auto s = cri_.stop_container(c.id(), settings_.stop_timeout_s); !s)
       log_warn("stopping container " + c.id() + ": " + s.error());
     if (auto s = cri_.remove_container(c.id()); !s) {
@@ -81,6 +84,7 @@ Status StepManager::remove_containers(const std::vector<cri::Container>& contain
       result = s;
       continue;
     }
+    forget_holder(c.id());
     out.set_removed_containers(out.removed_containers() + 1);
     touch_sandbox(c.pod_sandbox_id());
     if (auto dir = labels::value_of(c.labels(), labels::kTmpfs); !dir.empty()) remove_mount_root(dir);
@@ -130,6 +134,43 @@ Result<v1::ReleaseResponse> StepManager::release_step(uint32_t job_id, uint32_t 
            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()) +
            " ms");
   return out;
+}
+
+void StepManager::keep_holder(const std::string& container_id, int pid, uint64_t start_time) {
+  auto fd = open_process(pid, start_time);
+  if (!fd) return;  // containerd's stop ends it
+  std::lock_guard lock(holders_mu_);
+  holders_[container_id] = std::move(*fd);
+}
+
+bool StepManager::end_holder(const std::string& container_id) {
+  Fd mine;
+  {
+    std::lock_guard lock(holders_mu_);
+    auto it = holders_.find(container_id);
+    if (it == holders_.end()) return false;
+    mine = Fd(fcntl(it->second.get(), F_DUPFD_CLOEXEC, 0));
+  }
+  if (!mine) return false;
+  settings_.end_holder(mine.get());
+  return true;
+}
+
+void StepManager::forget_holder(const std::string& container_id) {
+  std::lock_guard lock(holders_mu_);
+  holders_.erase(container_id);
+}
+
+// Not under the job's lock: a step's removal, which holds it, is what this need not wait for.
+Status StepManager::end_job_processes(uint32_t job_id) {
+  auto containers = cri_.list_containers(job_selector(job_id));
+  if (!containers) return containers.take_error();
+  for (const cri::Container& c : *containers) {
+    if (!end_holder(c.id()) && c.state() == cri::CONTAINER_RUNNING)
+      if (auto s = cri_.stop_container(c.id(), settings_.stop_timeout_s); !s) return s;
+    for (const std::string& dir : adopted_cgroups(c)) kill_cgroup_processes(dir);
+  }
+  return Ok{};
 }
 
 Result<v1::ReleaseResponse> StepManager::release_job(uint32_t job_id) {

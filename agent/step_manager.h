@@ -18,6 +18,7 @@
 #include "agent/cri/spec_builder.h"
 #include "agent/devices/device_roots.h"
 #include "agent/devices/rdma_plan.h"
+#include "agent/host/holder_process.h"
 #include "agent/host/host_artifacts.h"
 #include "agent/host/user_rootfs.h"
 #include "agent/host/host_mounts.h"
@@ -54,6 +55,9 @@ struct StepSettings {
   std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
   // Makes the container's root filesystem the user's (user_rootfs.h); a seam for the fake CRI's tests.
   std::function<Status(const RootfsRequest&)> give_rootfs = give_rootfs_to_user;
+  // Ends a holder (its pidfd) and returns once it has exited; a seam for the fake CRI's
+  // tests, whose "holder" is the test itself.
+  std::function<void(int pidfd)> end_holder = end_process;
 };
 
 // A lock that keeps its mutex alive: a job's mutex leaves the map at the job's end.
@@ -75,6 +79,10 @@ class StepManager {
   Result<v1::CreateStepResponse> create(const v1::CreateStepRequest& req);
   Result<v1::ReleaseResponse> release_step(uint32_t job_id, uint32_t step_id);
   Result<v1::ReleaseResponse> release_job(uint32_t job_id);
+  // The first half of a job's end, what its epilog waits for: no process of the job is
+  // left on the node (its containers' holders, and what named ones left in its cgroups).
+  // containerd's own stop and removal, 70 ms a container, is release_job's, after.
+  Status end_job_processes(uint32_t job_id);
   Result<v1::ReleaseResponse> remove_named(uint32_t uid, const std::string& name);
   // only_uid < 0: every job's steps.
   Result<v1::ListResponse> list(uint32_t job_id, int64_t only_uid);
@@ -100,6 +108,11 @@ class StepManager {
   // Call with lock_user(uid) held.
   Result<cri::PodSandbox> find_or_run_user_sandbox(uint32_t uid, const std::string& user);
   void touch_sandbox(const std::string& sandbox_id);
+  // Holders this crispd started, by container id, until their container is removed (a
+  // restarted crispd knows none: containerd's stop ends those).
+  void keep_holder(const std::string& container_id, int pid, uint64_t start_time);
+  bool end_holder(const std::string& container_id);  // false: not one this crispd knows
+  void forget_holder(const std::string& container_id);
   std::vector<std::string> adopted_cgroups(const cri::Container& c);
   std::shared_ptr<std::shared_mutex> slot(uint64_t key);
   void forget_job_lock(uint32_t job_id);
@@ -138,6 +151,8 @@ class StepManager {
   std::map<uint64_t, std::shared_ptr<std::shared_mutex>> locks_;  // jobs by id, users by 1<<32 | uid
   std::mutex used_mu_;
   std::map<std::string, int64_t> sandbox_used_ns_;
+  std::mutex holders_mu_;
+  std::map<std::string, Fd> holders_;  // pidfds
 };
 
 }  // namespace crisp

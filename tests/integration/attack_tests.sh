@@ -275,7 +275,8 @@ test_named_container_processes_die_with_the_job() {
   expect "a named container's background loop is in its job's cgroup" \
     wait_until 10 grep -qE "memory:/slurm[^/]*/uid_[0-9]+/job_$job\$" "/proc/$pid/cgroup"
   scancel "$job"; wait "$srun"
-  expect "nothing of it runs once the job ends" wait_until 30 no_bg_loop
+  expect "the job ends" wait_until 30 job_finished "$job"
+  expect "nothing of it runs once the job has ended" no_bg_loop
   pkill -u "$TEST_USER" -f crisp-bg.sh 2>/dev/null
   restore_plugstack
 }

@@ -206,6 +206,8 @@ class AgentTest : public ::testing::Test {
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     s.holder_exe = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
     // The fake's "holder" is this test, not a container: the real thing is host_test's and the cluster's.
+    // Nor may it be killed: the holders ended are counted instead.
+    s.end_holder = [](int) { ++holders_ended; };
     s.give_rootfs = [](const crisp::RootfsRequest& r) -> crisp::Status {
       if (r.user.uid == 0 && r.user.user.empty()) return crisp::fail("no user to give the files to");
       return crisp::Ok{};
@@ -230,6 +232,7 @@ class AgentTest : public ::testing::Test {
     return it == fake_.containers.end() ? "" : it->second.pod_sandbox_id();
   }
 
+  static inline std::atomic<int> holders_ended{0};
   FakeCri fake_;
   std::string dir_, endpoint_;
   std::unique_ptr<grpc::Server> server_;
@@ -408,6 +411,32 @@ TEST_F(AgentTest, ReleaseJobRemovesEverythingOfTheJobOnly) {
   EXPECT_EQ(r->removed_containers(), 2u);
   EXPECT_EQ(fake_.containers.size(), 1u);
   EXPECT_EQ(fake_.sandboxes.size(), 1u);
+}
+
+// The epilog's answer waits for no process of the job to be left, not for containerd's
+// stop and removal; holders a restarted crispd did not start are stopped through the CRI.
+TEST_F(AgentTest, AJobsEndEndsItsHoldersBeforeContainerdRemovesThem) {
+  ASSERT_TRUE(steps_->create(step(20, 0)).ok());
+  ASSERT_TRUE(steps_->create(step(20, 1)).ok());
+  ASSERT_TRUE(steps_->create(step(21, 0)).ok());
+  holders_ended = 0;
+  ASSERT_TRUE(steps_->end_job_processes(20).ok());
+  EXPECT_EQ(holders_ended, 2);
+  {
+    std::lock_guard l(fake_.mu);
+    EXPECT_EQ(fake_.containers.size(), 3u);
+    for (auto& [id, c] : fake_.containers) EXPECT_EQ(c.state(), cri::CONTAINER_RUNNING) << id;
+  }
+  ASSERT_TRUE(steps_->release_job(20).ok());
+  EXPECT_EQ(fake_.containers.size(), 1u);
+
+  crisp::StepManager restarted(*client_, *images_, settings());
+  holders_ended = 0;
+  ASSERT_TRUE(restarted.end_job_processes(21).ok());
+  EXPECT_EQ(holders_ended, 0);
+  std::lock_guard l(fake_.mu);
+  ASSERT_EQ(fake_.containers.size(), 1u);
+  EXPECT_EQ(fake_.containers.begin()->second.state(), cri::CONTAINER_EXITED);
 }
 
 TEST_F(AgentTest, SweepRemovesExitedContainersAndEmptySandboxes) {
