@@ -168,6 +168,7 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     return fail("slurmstepd " + std::to_string(req.stepd_pid()) + " exited while its container was made");
   auto started = process_start_time(plan.pid);
   if (!started) return fail("the step's container exited as it was made: " + started.error());
+  if (auto s = start_step_session(plan.container_id, plan.pid, req, plan.out); !s) return s.take_error();
   guard.keep();
   host.keep();
   keep_holder(plan.container_id, plan.pid, *started);
@@ -211,6 +212,7 @@ Result<std::optional<cri::Container>> StepManager::find_named(const JobIdentity&
 Result<std::optional<v1::CreateStepResponse>> StepManager::join_named(const JobIdentity& scope,
                                                                       const v1::CreateStepRequest& req) {
   auto found = find_named(scope, req.name());
+  if (found && !*found) found = find_step_container(req.uid(), req.name());
   if (!found) return found.take_error();
   if (!*found) {
     if (req.name_mode() == v1::NAME_EXEC)
@@ -245,6 +247,7 @@ Result<v1::CreateStepResponse> StepManager::attach(const cri::Container& c, cons
   if (!config) return config.take_error();
   for (const std::string& e : env ? *env : config->env) out.add_image_env(e);
   out.set_image_workdir(config->working_dir);
+  if (auto s = enter_container(c.id(), *pid, req, out); !s) return s.take_error();
   return out;
 }
 

@@ -85,6 +85,7 @@ Status StepManager::remove_containers(const std::vector<cri::Container>& contain
       continue;
     }
     forget_holder(c.id());
+    forget_container(c.id());
     out.set_removed_containers(out.removed_containers() + 1);
     touch_sandbox(c.pod_sandbox_id());
     if (auto dir = labels::value_of(c.labels(), labels::kTmpfs); !dir.empty()) remove_mount_root(dir);
@@ -125,6 +126,8 @@ Result<v1::ReleaseResponse> StepManager::release_step(uint32_t job_id, uint32_t 
   Labels sel = job_selector(job_id);
   sel[labels::kStep] = std::to_string(step_id);
   v1::ReleaseResponse out;
+  // A named container stays; this step's own namespaces go with it.
+  forget_step(job_id, step_id);
   auto containers = cri_.list_containers(sel);
   if (!containers) return containers.take_error();
   if (auto s = remove_containers(*containers, out); !s) return s.take_error();
@@ -163,6 +166,7 @@ void StepManager::forget_holder(const std::string& container_id) {
 
 // Not under the job's lock: a step's removal, which holds it, is what this need not wait for.
 Status StepManager::end_job_processes(uint32_t job_id) {
+  forget_job_steps(job_id);
   auto containers = cri_.list_containers(job_selector(job_id));
   if (!containers) return containers.take_error();
   for (const cri::Container& c : *containers) {

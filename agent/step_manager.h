@@ -19,6 +19,7 @@
 #include "agent/devices/device_roots.h"
 #include "agent/devices/rdma_plan.h"
 #include "agent/host/holder_process.h"
+#include "agent/host/step_session.h"
 #include "agent/host/host_artifacts.h"
 #include "agent/host/user_rootfs.h"
 #include "agent/host/host_mounts.h"
@@ -110,6 +111,32 @@ class StepManager {
   void touch_sandbox(const std::string& sandbox_id);
   // Holders this crispd started, by container id, until their container is removed (a
   // restarted crispd knows none: containerd's stop ends those).
+  // Steps using a container while their slurmstepd runs: what a step attaching to it joins.
+  struct RunningStep {
+    uint32_t job_id = 0, step_id = 0;
+    int stepd_pid = 0;
+    uint64_t stepd_start = 0;
+    std::shared_ptr<SessionKeeper> keeper;  // null: the container's own namespaces
+    bool owns_keeper = false, userns = false;
+    uint32_t unshare = 0;
+  };
+  // The newest of the container's steps still running, if any (the others are forgotten).
+  std::optional<RunningStep> running_step(const std::string& container_id);
+  // Records the step as running in the container, its session in out.
+  Status note_running(const std::string& container_id, const v1::CreateStepRequest& req, RunningStep step,
+                      v1::CreateStepResponse& out);
+  // A new step's own namespaces, if it needs any (remap-root, --container-unshare).
+  Status start_step_session(const std::string& container_id, int holder_pid, const v1::CreateStepRequest& req,
+                            v1::CreateStepResponse& out);
+  // Attaching to a running step, or a fresh session in the container.
+  Status enter_container(const std::string& container_id, int holder_pid, const v1::CreateStepRequest& req,
+                         v1::CreateStepResponse& out);
+  // At a step's, its job's or its container's end: the keepers they own end.
+  void forget_step(uint32_t job_id, uint32_t step_id);
+  void forget_job_steps(uint32_t job_id);
+  void forget_container(const std::string& container_id);
+  void forget_running_where(const std::function<bool(const std::string&, const RunningStep&)>& which);
+  Result<std::optional<cri::Container>> find_step_container(uint32_t uid, const std::string& name);
   void keep_holder(const std::string& container_id, int pid, uint64_t start_time);
   bool end_holder(const std::string& container_id);  // false: not one this crispd knows
   void forget_holder(const std::string& container_id);
@@ -151,6 +178,8 @@ class StepManager {
   std::map<uint64_t, std::shared_ptr<std::shared_mutex>> locks_;  // jobs by id, users by 1<<32 | uid
   std::mutex used_mu_;
   std::map<std::string, int64_t> sandbox_used_ns_;
+  std::mutex running_mu_;
+  std::map<std::string, std::vector<RunningStep>> running_;  // by container id
   std::mutex holders_mu_;
   std::map<std::string, Fd> holders_;  // pidfds
 };

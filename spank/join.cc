@@ -94,6 +94,17 @@ Result<Fd> open_holder_mount_ns(int holder_pid, uint64_t start_time, const char*
   return fd;
 }
 
+Result<Fd> open_process_ns(int pid, const char* name) {
+  Fd fd(open(("/proc/" + std::to_string(pid) + "/ns/" + name).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return fail("cannot open the step's " + std::string(name) + " namespace: " + errno_text(errno));
+  return fd;
+}
+
+Status enter_ns(int ns_fd, const char* what) {
+  if (setns(ns_fd, 0) != 0) return fail("cannot enter the step's " + std::string(what) + " namespace: setns: " + errno_text(errno));
+  return Ok{};
+}
+
 Status join_mount_ns(int ns_fd) {
   if (setns(ns_fd, CLONE_NEWNS) != 0) return fail("cannot enter the container: setns: " + errno_text(errno));
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail("prctl(PR_SET_NO_NEW_PRIVS): " + errno_text(errno));

@@ -18,6 +18,12 @@ Result<Fd> open_holder_mount_ns(int holder_pid, uint64_t start_time, const char*
 // setns() into it, then no_new_privs so setuid files in the image grant nothing.
 Status join_mount_ns(int ns_fd);
 
+// /proc/PID/ns/NAME of a step's namespace keeper; open it before open_holder_mount_ns
+// of the same pid, whose check of the process then covers this descriptor too.
+Result<Fd> open_process_ns(int pid, const char* name);
+// setns() into one (what: "network", "user", ... for the message).
+Status enter_ns(int ns_fd, const char* what);
+
 }  // namespace crisp
 
 namespace crisp {

@@ -49,6 +49,19 @@ Result<ParsedName> parse_name(const std::string& text) {
   return out;
 }
 
+// Pyxis 0.24's words for a bad list.
+Result<unsigned> parse_unshare(const std::string& text) {
+  unsigned out = 0;
+  for (const std::string& n : split(text, ',')) {
+    if (n.empty()) return fail("invalid --container-unshare '" + text + "': empty namespace argument");
+    if (n == "net") out |= kUnshareNet;
+    else if (n == "ipc") out |= kUnshareIpc;
+    else if (n == "uts") out |= kUnshareUts;
+    else return fail("invalid --container-unshare '" + text + "': unknown namespace '" + n + "' (expected net, ipc, uts)");
+  }
+  return out;
+}
+
 bool flag_on(const RawOptions& raw, const char* key) {
   auto it = raw.values.find(key);
   return it != raw.values.end() && it->second == "1";
@@ -93,6 +106,8 @@ const std::vector<OptionDef>& option_defs() {
       {"container-entrypoint-log", "ENTRYPOINT_LOG", nullptr, "1", "[crisp] print the entrypoint's output"},
       {"container-writable", "WRITABLE", nullptr, "1", "[crisp] make the container's root filesystem writable"},
       {"container-readonly", "READONLY", nullptr, "1", "[crisp] make the container's root filesystem read-only"},
+      {"container-unshare", "UNSHARE", "NS[,NS...]",  nullptr,
+       "[crisp] private namespaces for the step: net (loopback only), ipc, uts"},
   };
   return defs;
 }
@@ -108,6 +123,8 @@ Status validate_option(const std::string& key, const std::string& value) {
     if (auto r = parse_env_names(value); !r) return r.take_error();
   } else if (key == "NAME") {
     if (auto r = parse_name(value); !r) return r.take_error();
+  } else if (key == "UNSHARE") {
+    if (auto r = parse_unshare(value); !r) return r.take_error();
   } else if (key == "SAVE") {
     return fail("--container-save is not supported: containerd's CRI cannot export a container's filesystem; "
                 "build the image with your usual tools and push it to a registry");
@@ -163,6 +180,7 @@ Result<ContainerOptions> validate_options(const RawOptions& raw, const PluginCon
   if (auto e = value_of(raw, "ENV")) out.env_names = *parse_env_names(*e);
   out.mount_home = flag_on(raw, "MOUNT_HOME");
   out.remap_root = flag_on(raw, "REMAP_ROOT");
+  if (auto u = value_of(raw, "UNSHARE")) out.unshare = *parse_unshare(*u);
   auto entrypoint = value_of(raw, "ENTRYPOINT");
   out.entrypoint = entrypoint ? *entrypoint == "1" : config.execute_entrypoint;
   out.entrypoint_log = flag_on(raw, "ENTRYPOINT_LOG");

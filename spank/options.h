@@ -58,6 +58,7 @@ struct ContainerOptions {
   bool entrypoint = false;
   bool entrypoint_log = false;
   bool readonly = false;
+  unsigned unshare = 0;  // UnshareBits (common/layout.h)
   std::vector<std::string> warnings;  // options given without an image or name
 };
 

@@ -30,7 +30,8 @@ struct StepState {
   ContainerOptions opts;
   StepContext step;  // its env is the step's, before Slurm binds each task to its GPUs
   v1::CreateStepResponse container;
-  Fd ns_fd;
+  Fd ns_fd;  // the mount namespace the tasks enter: the step's own (its keeper's), else the container's
+  Fd user_ns, net_ns, ipc_ns, uts_ns;  // the keeper's, as the response asks
 };
 
 StepState& step_state() {
@@ -60,6 +61,29 @@ int fail_task(spank_t sp, const std::string& message) {
 static void hold_error(StepState& st, const std::string& error) {
   st.error = error;
   seam::daemon_log("job " + std::to_string(st.step.job_id) + " step " + std::to_string(st.step.step_id) + ": " + error);
+}
+
+// The holder's mount namespace, or the step's keeper's namespaces (its own mount namespace,
+// the user namespace and those of --container-unshare as the response asks).
+static Status open_step_namespaces(StepState& st) {
+  const v1::CreateStepResponse& c = st.container;
+  int pid = c.session_pid() != 0 ? c.session_pid() : c.holder_pid();
+  uint64_t start = c.session_pid() != 0 ? c.session_start_time() : c.holder_start_time();
+  const std::pair<bool, std::pair<const char*, Fd*>> wanted[] = {
+      {c.session_userns(), {"user", &st.user_ns}},
+      {(c.unshare() & kUnshareNet) != 0, {"net", &st.net_ns}},
+      {(c.unshare() & kUnshareIpc) != 0, {"ipc", &st.ipc_ns}},
+      {(c.unshare() & kUnshareUts) != 0, {"uts", &st.uts_ns}}};
+  for (const auto& [want, ns] : wanted) {
+    if (!want || c.session_pid() == 0) continue;
+    auto fd = open_process_ns(pid, ns.first);
+    if (!fd) return fd.take_error();
+    *ns.second = std::move(*fd);
+  }
+  auto fd = open_holder_mount_ns(pid, start, kHolderTarget);
+  if (!fd) return fd.take_error();
+  st.ns_fd = std::move(*fd);
+  return Ok{};
 }
 
 int remote_init_post_opt(spank_t sp) {
@@ -100,12 +124,10 @@ int remote_init_post_opt(spank_t sp) {
   }
   st.created = true;
   st.container = resp->create_step();
-  auto fd = open_holder_mount_ns(st.container.holder_pid(), st.container.holder_start_time(), kHolderTarget);
-  if (!fd) {
-    hold_error(st, fd.error());
+  if (auto s = open_step_namespaces(st); !s) {
+    hold_error(st, s.error());
     return 0;
   }
-  st.ns_fd = std::move(*fd);
   seam::daemon_log("completed container setup in " + std::to_string(st.container.setup_ms()) + " ms (" +
                    st.container.image() + (st.container.attached() ? ", joined named container " + st.opts.name : "") +
                    ")");
@@ -139,18 +161,23 @@ int remote_task_init_privileged(spank_t sp) {
     if (!t) return fail_task(sp, t.error());
     tree_fd = std::move(*t);
   }
-  Status joined = join_mount_ns(st.ns_fd.get());
+  Status joined = Ok{};
+  for (const auto& [fd, what] : {std::pair{&st.net_ns, "network"}, {&st.ipc_ns, "IPC"}, {&st.uts_ns, "UTS"}})
+    if (joined && *fd) joined = enter_ns(fd->get(), what);
+  if (joined) joined = join_mount_ns(st.ns_fd.get());
   if (joined && tree_fd) joined = attach_tree(tree_fd.get(), *pmix_dir);
   tree_fd.reset();
   if (!joined) return fail_task(sp, joined.error());
-  // This task is inside now; the user's process has no use for the fd.
-  st.ns_fd.reset();
+  // This task is inside now; the user's process has no use for the fds.
+  for (Fd* fd : {&st.ns_fd, &st.net_ns, &st.ipc_ns, &st.uts_ns}) fd->reset();
   if (seam::local_task_id(sp) == 0 && !st.container.attached())
     for (const MountSpec& m : st.opts.mounts)
       if (m.propagation.ends_with("unbindable"))
         if (auto s = make_unbindable(m.target, m.propagation == "runbindable"); !s) return fail_task(sp, s.error());
   if (seam::local_task_id(sp) == 0) {
-    if (st.container.attached() && !st.opts.mounts.empty())
+    if (st.container.running() && !st.opts.mounts.empty())
+      seam::user_error("ignoring --container-mounts when attaching to a running container (" + st.opts.name + ")");
+    else if (st.container.attached() && !st.opts.mounts.empty())
       seam::user_error("--container-mounts not applied: the step joined the existing container " + st.opts.name +
                        ", which keeps the mounts it was created with");
     if (!st.container.entrypoint_log().empty()) seam::user_output(st.container.entrypoint_log());
@@ -177,6 +204,8 @@ int remote_task_init(spank_t sp) {
 
   // The image's WorkingDir before the job's directory, as with Pyxis.
   std::string dir = st.opts.workdir.empty() ? st.container.image_workdir() : st.opts.workdir;
+  // Attached to a running step: where the image starts, not the job's directory (Pyxis's).
+  if (dir.empty() && st.container.running()) dir = "/";
   if (!dir.empty()) {
     if (dir.front() != '/') dir = "/" + dir;
     if (chdir(dir.c_str()) != 0)
@@ -186,9 +215,16 @@ int remote_task_init(spank_t sp) {
   }
   if (st.opts.remap_root) edits.push_back({"HOME", "/root"});
   if (auto s = seam::apply_env(sp, edits); !s) return fail_task(sp, s.error());
-  // Last: the user namespace leaves this task no rights over slurmstepd's setup.
-  if (st.opts.remap_root)
+  // Last: the user namespace leaves this task no rights over slurmstepd's setup. The
+  // step's own (its keeper's, shared by its tasks and by steps attached to it), else one
+  // of the task's.
+  if (st.user_ns) {
+    Status entered = enter_ns(st.user_ns.get(), "user");
+    st.user_ns.reset();
+    if (!entered) return fail_task(sp, entered.error());
+  } else if (st.opts.remap_root) {
     if (auto s = remap_to_root(st.step.uid, st.step.gid); !s) return fail_task(sp, s.error());
+  }
   if (st.step.uid != 0)
     if (auto s = fake_id_calls(); !s) return fail_task(sp, s.error());
   return 0;
@@ -196,7 +232,7 @@ int remote_task_init(spank_t sp) {
 
 int remote_exit(spank_t) {
   StepState& st = step_state();
-  st.ns_fd.reset();
+  for (Fd* fd : {&st.ns_fd, &st.user_ns, &st.net_ns, &st.ipc_ns, &st.uts_ns}) fd->reset();
   if (st.created) release(st);
   return 0;
 }

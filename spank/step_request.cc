@@ -38,6 +38,7 @@ v1::CreateStepRequest build_create_request(const StepContext& step, const Contai
   req.set_readonly_rootfs(opts.readonly);
   req.set_mount_home(opts.mount_home);
   req.set_remap_root(opts.remap_root);
+  req.set_unshare(opts.unshare);
   if (auto home = env_value(step.env, "HOME"); home && !home->empty() && home->front() == '/') req.set_home(*home);
   for (const std::string& name : opts.env_names)
     if (auto v = env_value(step.env, name)) req.add_entrypoint_env(name + "=" + *v);

@@ -136,6 +136,34 @@ TEST(Options, WritableAndReadonlyFromTheEnvironmentYieldToTheCommandLine) {
   EXPECT_FALSE(readonly_with({{"WRITABLE", "1"}}, {{"PYXIS_CONTAINER_READONLY", "1"}}));
 }
 
+// Pyxis 0.24's --container-unshare: its words for a bad list, its variable when the option is absent.
+TEST(Options, UnshareListsNamespacesAndRefusesUnknownOnes) {
+  auto unshare = [](const std::string& v) {
+    auto o = crisp::validate_options(raw_of({{"IMAGE", "busybox"}, {"UNSHARE", v}}), kDefaults);
+    return o.ok() ? std::to_string(o->unshare) : o.error();
+  };
+  EXPECT_EQ(unshare("net"), "1");
+  EXPECT_EQ(unshare("net,ipc,uts"), "7");
+  EXPECT_EQ(unshare("uts,uts"), "4");
+  EXPECT_NE(unshare("foo").find("unknown namespace 'foo'"), std::string::npos);
+  EXPECT_NE(unshare("net,foo").find("unknown namespace 'foo'"), std::string::npos);
+  EXPECT_NE(unshare("net,,ipc").find("empty namespace argument"), std::string::npos);
+  EXPECT_FALSE(crisp::validate_option("UNSHARE", "pid").ok()) << "checked alone, before the allocation";
+
+  crisp::RawOptions raw = raw_of({{"IMAGE", "busybox"}});
+  auto lookup = [](const std::string& n) -> std::optional<std::string> {
+    return n == "PYXIS_CONTAINER_UNSHARE" ? std::optional<std::string>("ipc") : std::nullopt;
+  };
+  ASSERT_TRUE(crisp::apply_environment(raw, lookup).ok());
+  auto from_env = crisp::validate_options(raw, kDefaults);
+  ASSERT_TRUE(from_env.ok());
+  EXPECT_EQ(from_env->unshare, crisp::kUnshareIpc);
+  EXPECT_EQ(crisp::build_create_request({}, *from_env, kDefaults).unshare(), crisp::kUnshareIpc);
+  raw = raw_of({{"IMAGE", "busybox"}, {"UNSHARE", "net"}});
+  ASSERT_TRUE(crisp::apply_environment(raw, lookup).ok());
+  EXPECT_EQ(crisp::validate_options(raw, kDefaults)->unshare, crisp::kUnshareNet) << "the command line wins";
+}
+
 TEST(PluginArgs, KnownKeysAndErrors) {
   auto ok = crisp::parse_plugin_args({"socket=/run/x.sock", "timeout=60", "execute_entrypoint=1",
                                       "container_scope=global", "sbatch_support=0", "mount_workdir=no"});
