@@ -59,6 +59,8 @@ struct StepSettings {
   // Ends a holder (its pidfd) and returns once it has exited; a seam for the fake CRI's
   // tests, whose "holder" is the test itself.
   std::function<void(int pidfd)> end_holder = end_process;
+  // Starts a step's namespace keeper (step_session.h); a seam for the fake CRI's tests too.
+  std::function<Result<SessionKeeper>(const SessionRequest&)> start_session = crisp::start_session;
 };
 
 // A lock that keeps its mutex alive: a job's mutex leaves the map at the job's end.

@@ -64,7 +64,7 @@ Status StepManager::start_step_session(const std::string& container_id, int hold
   RunningStep step;
   // Without either, the container's own namespaces serve: nothing to start.
   if (req.remap_root() || req.unshare() != 0) {
-    auto keeper = start_session({holder_pid, req.stepd_pid(), req.uid(), req.gid(), req.unshare(), settings_.tmpfs_size});
+    auto keeper = settings_.start_session({holder_pid, req.stepd_pid(), req.uid(), req.gid(), req.unshare(), settings_.tmpfs_size});
     if (!keeper) return keeper.take_error();
     step.keeper = std::make_shared<SessionKeeper>(std::move(*keeper));
     step.owns_keeper = true;

@@ -27,17 +27,11 @@ namespace {
 constexpr int kNeedMaps = -1;
 constexpr int kChildTimeoutMs = 10000;
 
-constexpr const char* kSteps[] = {"",
-                                  "entering the container",
-                                  "becoming the user",
-                                  "making the user namespace",
-                                  "waiting for its maps",
-                                  "starting the keeper",
-                                  // what crisp-holder's session mode reports (holder/crisp-holder.c)
-                                  "making the namespaces",
-                                  "mounting a private /dev/shm",
-                                  "mounting a private /dev/mqueue",
-                                  "bringing up loopback"};
+// Steps 6 onwards are crisp-holder's session mode's (holder/crisp-holder.c).
+constexpr const char* kSteps[] = {
+    "", "entering the container", "becoming the user", "making the user namespace", "waiting for its maps",
+    "starting the keeper", "making the namespaces", "mounting a private /dev/shm", "mounting a private /dev/mqueue",
+    "bringing up loopback"};
 constexpr int kLastStep = 9;
 
 void report(int fd, int step, int value) {

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/../../dev/lib.sh"
 set +e -o pipefail
 source "$CRISP_SRC/tests/integration/lib.sh"
-for area in basics images lifecycle security attack pyxis everyday multinode gpu; do
+for area in basics images lifecycle security attack pyxis everyday namespace multinode gpu; do
   source "$CRISP_SRC/tests/integration/${area}_tests.sh"
 done
 
@@ -62,6 +62,11 @@ t workdir_as_pyxis
 t mounts_as_pyxis
 t option_variables_yield_to_the_command_line
 t interactive_terminal
+t attach_to_a_running_step
+t attach_to_a_running_unnamed_step_by_its_id
+t unshare_net_ipc_uts
+t unshare_refuses_unknown_namespaces_before_allocation
+t joining_with_and_without_namespaces
 t unsupported_and_malformed_options
 t plugstack_arguments
 t sbatch_runs_the_script_inside
