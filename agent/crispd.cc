@@ -46,6 +46,7 @@ struct Flags {
   std::string registry_auth;
   std::string hca_policy = "all";
   std::string tmpfs_size = "25%";
+  bool squashfs_any_owner = false;
   std::string private_images = "private";
   std::string private_list = "/var/lib/crisp/private-images";
   std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
@@ -83,6 +84,9 @@ void add_runtime_flags(CLI::App& app, Flags& f) {
         return ok ? std::string() : std::string("not a tmpfs size");
       })
       ->capture_default_str();
+  app.add_flag("--squashfs-any-owner", f.squashfs_any_owner,
+               "let the kernel mount squashfs images of any owner (default: only those root owns and alone may "
+               "write; the kernel's squashfs driver is not made for images a user can craft)");
   app.add_option("--private-images", f.private_images,
                  "who may use an image already on the node: never (anyone), private (an image pulled with "
                  "credentials: a user whose credentials its registry accepts), always (every image: likewise)")
@@ -140,6 +144,7 @@ crisp::StepSettings step_settings(const Flags& f) {
   settings.devices = f.device_roots;
   settings.bundle_root = f.bundle_root;
   settings.tmpfs_size = f.tmpfs_size;
+  settings.squashfs_any_owner = f.squashfs_any_owner;
   settings.step_gpus = crisp::slurm_step_gpus;
   settings.hca_policy = f.hca_policy == "nearest" ? crisp::HcaPolicy::kNearestGpu : crisp::HcaPolicy::kAll;
   return settings;

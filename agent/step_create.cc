@@ -2,6 +2,7 @@
 // makes is owned by an RAII object (HostArtifacts, ContainerGuard), so any
 // failure undoes everything before the error is answered.
 #include <signal.h>
+#include <sys/xattr.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,8 @@
 #include "agent/devices/gpu_plan.h"
 #include "agent/devices/gres.h"
 #include "agent/host/entrypoint.h"
+#include "agent/host/squashfs_mount.h"
+#include "agent/images/enroot_config.h"
 #include "agent/host/user_access.h"
 #include "agent/host/user_rootfs.h"
 #include "agent/images/credentials.h"
@@ -43,6 +46,7 @@ struct StepManager::Plan {
   bool driver_mounted = false;
   RdmaPlan rdma;
   size_t tmpfs_count = 0;
+  Fd image_root;  // a squashfs image, mounted (squashfs_mount.h); the overlay takes it over
   // Resolved by the user now, staged under the container's mount root by prepare_host.
   std::vector<std::pair<UserPath, v1::BindMount>> user_mounts;
   std::optional<UserPath> workdir;
@@ -128,10 +132,13 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     if (!joined) return joined.take_error();
     if (*joined) return finish(req, **joined, "joined named", clock);
   }
-  auto ref = parse_image_ref(req.image());
-  if (!ref) return ref.take_error();
-  plan.ref = *ref;
-  for (auto phase : {&StepManager::resolve_user_paths, &StepManager::plan_devices, &StepManager::pull_image})
+  if (req.image_file().empty()) {
+    auto ref = parse_image_ref(req.image());
+    if (!ref) return ref.take_error();
+    plan.ref = *ref;
+  }
+  for (auto phase : {&StepManager::resolve_user_paths, &StepManager::plan_devices,
+                     req.image_file().empty() ? &StepManager::pull_image : &StepManager::mount_image_file})
     if (auto s = (this->*phase)(req, plan); !s) return s.take_error();
   clock.lap("image");
 
@@ -218,7 +225,7 @@ Result<std::optional<v1::CreateStepResponse>> StepManager::join_named(const JobI
     if (req.name_mode() == v1::NAME_EXEC)
       return fail("there is no container named " + req.name() + " on this node: --container-name=" + req.name() +
                   ":exec only joins one made by an earlier step");
-    if (req.image().empty())
+    if (req.image().empty() && req.image_file().empty())
       return fail("there is no container named " + req.name() + " on this node: add --container-image to create it");
     return std::optional<v1::CreateStepResponse>();
   }
@@ -242,11 +249,21 @@ Result<v1::CreateStepResponse> StepManager::attach(const cri::Container& c, cons
   out.set_container_id(c.id());
   std::string image = labels::value_of(c.labels(), labels::kImage);
   out.set_image(image);
-  auto env = c.labels().count(labels::kEntrypoint) ? holder_environment(*pid) : Result<std::vector<std::string>>(fail(""));
-  auto config = images_.config_of(image, {});
-  if (!config) return config.take_error();
-  for (const std::string& e : env ? *env : config->env) out.add_image_env(e);
-  out.set_image_workdir(config->working_dir);
+  // A squashfs image's Env is its container's, as an entrypoint's is; its WorkingDir a label.
+  bool file = labels::value_of(c.labels(), labels::kImageFile) == "true";
+  auto env = file || c.labels().count(labels::kEntrypoint) ? holder_environment(*pid)
+                                                           : Result<std::vector<std::string>>(fail(""));
+  if (file && !env) return fail("the container named " + req.name() + " cannot be joined: " + env.error());
+  ImageConfig config;
+  if (file) {
+    config.working_dir = labels::value_of(c.labels(), labels::kImageWorkdir);
+  } else {
+    auto found = images_.config_of(image, {});
+    if (!found) return found.take_error();
+    config = *found;
+  }
+  for (const std::string& e : env ? *env : config.env) out.add_image_env(e);
+  out.set_image_workdir(config.working_dir);
   if (auto s = enter_container(c.id(), *pid, req, out); !s) return s.take_error();
   return out;
 }
@@ -355,16 +372,57 @@ Status StepManager::pull_image(const v1::CreateStepRequest& req, Plan& plan) {
                            req.registry_user());
   });
   if (!config) return config.take_error();
-  plan.out.set_image(image);
-  for (const std::string& e : config->env) plan.out.add_image_env(e);
-  plan.out.set_image_workdir(config->working_dir);
-  if (plan.driver_mounted)
-    for (const std::string& e : driver_path_env(config->env)) plan.out.add_device_env(e);
-  plan.in.image = image;
+  use_image_config(image, *config, plan);
   if (req.entrypoint()) {
     plan.in.entrypoint = config->entrypoint;
     plan.in.env.assign(req.entrypoint_env().begin(), req.entrypoint_env().end());
   }
+  return Ok{};
+}
+
+void StepManager::use_image_config(const std::string& image, const ImageConfig& config, Plan& plan) {
+  plan.out.set_image(image);
+  for (const std::string& e : config.env) plan.out.add_image_env(e);
+  plan.out.set_image_workdir(config.working_dir);
+  if (plan.driver_mounted)
+    for (const std::string& e : driver_path_env(config.env)) plan.out.add_device_env(e);
+  plan.in.image = image;
+}
+
+// A squashfs image the user names (Pyxis's --container-image=PATH): opened with
+// their rights, checked, mounted; its Env and WorkingDir as enroot's import keeps them.
+Status StepManager::mount_image_file(const v1::CreateStepRequest& req, Plan& plan) {
+  const std::string& path = req.image_file();
+  if (path.front() != '/') return fail("image file " + path + ": crispd was not told the job's directory: give an absolute path");
+  if (req.entrypoint())
+    return fail("--container-entrypoint is not supported with a squashfs image (" + path +
+                "): run without it, or use the image from its registry");
+  auto file = open_as_user(plan.creds, path);
+  if (!file && file.error_kind() == ErrorKind::kNotFound) return fail("image file " + path + " does not exist");
+  if (!file) return fail("cannot open the image file " + file.error());
+  struct stat st {};
+  if (fstat(file->fd.get(), &st) != 0) return fail("image file " + path + ": " + errno_text(errno));
+  if (S_ISDIR(st.st_mode)) return fail("image file " + path + " is a directory, not a squashfs file");
+  if (!S_ISREG(st.st_mode)) return fail("image file " + path + " is not a regular file");
+  bool acl = fgetxattr(file->fd.get(), "system.posix_acl_access", nullptr, 0) >= 0;
+  if (!kernel_may_mount(st, acl, settings_.squashfs_any_owner))
+    return fail("image file " + path + (st.st_uid == 0 ? " may be changed by users" : " is not root's") +
+                ": this node mounts only squashfs images that root owns and alone may write (the kernel's squashfs "
+                "is not made for images a user can craft); ask your admin to stage it (crispctl import)");
+  std::string head(kSquashfsSuperblockSize, '\0');
+  ssize_t n = pread(file->fd.get(), head.data(), head.size(), 0);
+  head.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  auto sb = parse_squashfs_superblock(head, static_cast<uint64_t>(st.st_size));
+  if (!sb) return fail("image file " + path + ": " + sb.error());
+  auto root = mount_squashfs(file->fd.get(), path);
+  if (!root) return fail("image file " + path + ": " + root.error());
+  ImageConfig config;
+  config.env = parse_enroot_environment(read_image_file(root->get(), "/etc/environment", kImageConfigFileMax));
+  config.working_dir = parse_enroot_workdir(read_image_file(root->get(), "/etc/rc", kImageConfigFileMax));
+  use_image_config(path, config, plan);
+  plan.in.env = config.env;
+  plan.in.image_workdir = config.working_dir;
+  plan.image_root = std::move(*root);
   return Ok{};
 }
 
@@ -440,6 +498,15 @@ Result<std::string> StepManager::make_container(const v1::CreateStepRequest& req
   auto sandbox = find_or_run_user_sandbox(req.uid(), req.user());
   if (!sandbox) return sandbox.take_error();
   clock.lap("sandbox");
+  if (plan.image_root) {
+    auto info = cri_.status_info();
+    auto image = info ? parse_sandbox_image(*info) : Result<std::string>(info.take_error());
+    // Present as containerd's sandboxes need it: pulled as RunPodSandbox would, if it is gone.
+    if (image)
+      if (auto present = images_.ensure(*image); !present) image = present.take_error();
+    if (!image) return fail("cannot find the runtime's sandbox image for a squashfs image's container: " + image.error());
+    plan.in.cri_image = *image;
+  }
   auto id = cri_.create_container(sandbox->id(), build_step_container(plan.in, settings_.node),
                                   build_user_sandbox_config(req.uid(), req.user(), settings_.node));
   touch_sandbox(sandbox->id());
@@ -502,9 +569,12 @@ Status StepManager::give_rootfs(const v1::CreateStepRequest& req, const Plan& pl
   r.user.group = lookup_gid(req.gid()).value_or(r.user.user);
   r.readonly = req.readonly_rootfs();
   r.stage = settings_.tmpfs_base + "-rootfs";
+  r.image_root = plan.image_root.get();
   // The node's timezone: the admin's file, read as root.
   if (auto tz = read_text("/etc/localtime", 1u << 20)) r.localtime = *tz;
   Status given = settings_.give_rootfs(r);
+  // A squashfs image exists only in the new root: without it the container would run the sandbox's.
+  if (!given && plan.image_root) return fail("cannot make the squashfs image the container's root: " + given.error());
   if (!given && given.error_kind() == ErrorKind::kUnsupported) {
     // The step still runs, in root's files, as before crisp did this; the admin hears once.
     static std::once_flag said;

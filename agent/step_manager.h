@@ -32,6 +32,8 @@ namespace crisp {
 // The entrypoints' CRI logs: the tmpfs they share, and what is kept of each.
 inline constexpr uint64_t kLogDirectorySize = 64u << 20;
 inline constexpr size_t kEntrypointLogKept = 1u << 20;
+// The most crispd reads of a squashfs image's /etc/environment or /etc/rc.
+inline constexpr size_t kImageConfigFileMax = 1u << 20;
 
 struct StepSettings {
   NodeSettings node;
@@ -49,6 +51,9 @@ struct StepSettings {
   std::string tmpfs_base = kMountsBase;
   // The size limit of each tmpfs of --container-mounts, in tmpfs's terms.
   std::string tmpfs_size = "25%";
+  // The kernel mounts squashfs images of any owner (crispd --squashfs-any-owner),
+  // not only those root owns and alone may write (squashfs_mount.h).
+  bool squashfs_any_owner = false;
   // What slurmctld says of a step's GPUs on this node (slurm_step_gpus); unset:
   // a step that names GPUs is refused.
   std::function<Result<StepGpus>(uint32_t job, uint32_t step, const std::string& node)> step_gpus;
@@ -161,6 +166,8 @@ class StepManager {
   Status resolve_user_paths(const v1::CreateStepRequest& req, Plan& plan);
   Status plan_devices(const v1::CreateStepRequest& req, Plan& plan);
   Status pull_image(const v1::CreateStepRequest& req, Plan& plan);
+  Status mount_image_file(const v1::CreateStepRequest& req, Plan& plan);
+  static void use_image_config(const std::string& image, const ImageConfig& config, Plan& plan);
   Status prepare_host(const v1::CreateStepRequest& req, Plan& plan, HostArtifacts& host);
   Result<std::vector<unsigned>> granted_gpus(const v1::CreateStepRequest& req);
   Status stage_mounts(const v1::CreateStepRequest& req, Plan& plan, HostArtifacts& host);

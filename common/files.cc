@@ -2,6 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +16,15 @@
 #include "common/strings.h"
 
 namespace crisp {
+
+Fd open_at(int dirfd, const std::string& path, uint64_t flags, uint64_t resolve) {
+  open_how how{};
+  how.flags = flags | O_CLOEXEC;
+  how.resolve = resolve;
+  size_t start = path.find_first_not_of('/');
+  std::string rel = start == std::string::npos ? "." : path.substr(start);
+  return Fd(static_cast<int>(syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how)));
+}
 
 std::vector<std::string> list_dir(const std::string& dir) {
   std::vector<std::string> out;

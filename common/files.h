@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/fd.h"
 #include "common/result.h"
 
 namespace crisp {
@@ -19,6 +20,11 @@ Result<std::string> read_up_to(int fd, size_t limit);
 
 // The whole file, at most max_bytes (larger: an error naming the file).
 Result<std::string> read_text(const std::string& path, size_t max_bytes = 16u << 20);
+
+// openat2 of path relative to dirfd ("/" first or not; "/" itself is "."), with
+// O_CLOEXEC and the RESOLVE_* bits given: how files in a tree a user may have
+// made (an image, a container's root) are reached without leaving it.
+Fd open_at(int dirfd, const std::string& path, uint64_t flags, uint64_t resolve);
 
 // When process pid started (field 22 of /proc/PID/stat, clock ticks after
 // boot): with the pid, it names one process, whatever pid reuse brings.

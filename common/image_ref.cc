@@ -131,12 +131,23 @@ Result<ImageRef> parse_path(std::string_view text, std::string_view path, ImageR
 
 }  // namespace
 
+bool is_image_file(std::string_view text) { return !text.empty() && (text.front() == '/' || text.front() == '.'); }
+
+Status check_image_file(std::string_view text) {
+  auto bad_file = [&](const std::string& why) {
+    return fail("invalid image file '" + std::string(text) + "': " + why);
+  };
+  if (text.find('\0') != std::string_view::npos) return bad_file("it holds a NUL byte");
+  if (text.size() >= 4096) return bad_file("the path is too long");
+  if (text.back() == '/' || text == "." || text == "..") return bad_file("it names a directory, not a squashfs file");
+  return Ok{};
+}
+
 Result<ImageRef> parse_image_ref(std::string_view text) {
   std::string_view rest = text;
   if (starts_with(rest, "docker://")) rest.remove_prefix(9);
   if (rest.empty()) return bad(text, "it is empty");
-  if (rest.front() == '/' || rest.front() == '.')
-    return bad(text, "image files (squashfs) are not supported, push the image to a registry");
+  if (is_image_file(rest)) return bad(text, "a file is not a registry image");
 
   ImageRef ref;
   auto path = take_user_and_registry(text, rest, ref);

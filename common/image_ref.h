@@ -23,4 +23,9 @@ struct ImageRef {
 
 Result<ImageRef> parse_image_ref(std::string_view text);
 
+// Pyxis's rule: an image starting with "/" or "." names a squashfs file.
+bool is_image_file(std::string_view text);
+// Such a path as a user may give it: not empty, no NUL, not a directory's ("/" at the end).
+Status check_image_file(std::string_view text);
+
 }  // namespace crisp

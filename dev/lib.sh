@@ -27,7 +27,7 @@ PACKAGES=(
   libgrpc++-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev googletest libgtest-dev libcurl4-openssl-dev libslurm-dev
   slurmctld slurmd slurm-client munge containerd runc docker-registry skopeo umoci busybox-static debootstrap
   procps psmisc curl python3 iproute2 util-linux debhelper lintian rpm libpmix-dev libopenmpi-dev libmpich-dev
-  clang libclang-rt-14-dev libseccomp-dev dpkg-dev
+  clang libclang-rt-14-dev libseccomp-dev dpkg-dev squashfs-tools
 )
 
 source "$CRISP_SRC/dev/node2.sh"

@@ -85,8 +85,8 @@ std::optional<std::string> value_of(const RawOptions& raw, const char* key) {
 
 const std::vector<OptionDef>& option_defs() {
   static const std::vector<OptionDef> defs = {
-      {"container-image", "IMAGE", "[USER@][REGISTRY#]IMAGE[:TAG]|REGISTRY/IMAGE[:TAG]", nullptr,
-       "[crisp] the image to run the step's tasks in"},
+      {"container-image", "IMAGE", "[USER@][REGISTRY#]IMAGE[:TAG]|REGISTRY/IMAGE[:TAG]|PATH", nullptr,
+       "[crisp] the image to run the step's tasks in; a PATH starting with / or . is a squashfs file"},
       {"container-mounts", "MOUNTS", "SRC[:DST[:FLAGS]][,...]", nullptr,
        "[crisp] bind mounts into the container; SRC a path or tmpfs; FLAGS: ro, rw, [r]private, [r]slave, "
        "[r]shared joined by '+'"},
@@ -114,6 +114,7 @@ const std::vector<OptionDef>& option_defs() {
 
 Status validate_option(const std::string& key, const std::string& value) {
   if (key == "IMAGE") {
+    if (is_image_file(value)) return check_image_file(value);
     if (auto r = parse_image_ref(value); !r) return r.take_error();
   } else if (key == "MOUNTS") {
     if (auto r = parse_mounts(value); !r) return r.take_error();
@@ -169,7 +170,8 @@ Result<ContainerOptions> validate_options(const RawOptions& raw, const PluginCon
     return out;
   }
   out.active = true;
-  if (image) out.image = *parse_image_ref(*image);
+  if (image && is_image_file(*image)) out.image_file = *image;
+  else if (image) out.image = *parse_image_ref(*image);
   if (name) {
     auto n = *parse_name(*name);
     out.name = n.name;

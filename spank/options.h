@@ -48,6 +48,7 @@ struct PluginConfig {
 struct ContainerOptions {
   bool active = false;  // false: neither image nor name, the step runs on the host
   std::optional<ImageRef> image;
+  std::string image_file;  // --container-image=PATH (a squashfs file), as given
   std::vector<MountSpec> mounts;
   std::string workdir;
   std::vector<std::string> env_names;

@@ -17,6 +17,10 @@ v1::CreateStepRequest build_create_request(const StepContext& step, const Contai
     req.set_image(opts.image->canonical());
     req.set_registry_user(opts.image->user);
   }
+  // Relative to the job's directory, as Pyxis resolves it; crispd refuses one still relative.
+  if (!opts.image_file.empty())
+    req.set_image_file(opts.image_file.front() == '/' || step.workdir.empty() ? opts.image_file
+                                                                              : step.workdir + "/" + opts.image_file);
   for (const MountSpec& spec : opts.mounts) {
     MountSpec m = resolve_relative(spec, step.workdir);
     v1::BindMount* b = req.add_mounts();

@@ -55,6 +55,15 @@ Result<std::string> CriClient::version() {
   return resp.runtime_name() + " " + resp.runtime_version() + " (CRI " + resp.runtime_api_version() + ")";
 }
 
+Result<std::map<std::string, std::string>> CriClient::status_info() {
+  cri::StatusRequest req;
+  req.set_verbose(true);
+  cri::StatusResponse resp;
+  if (auto s = invoke(runtime_.get(), &cri::RuntimeService::Stub::Status, "Status", req, &resp, call_timeout_); !s)
+    return s.take_error();
+  return std::map<std::string, std::string>(resp.info().begin(), resp.info().end());
+}
+
 Result<std::string> CriClient::run_pod_sandbox(const cri::PodSandboxConfig& config, const std::string& handler) {
   TaskSlot slot(task_slots_);
   cri::RunPodSandboxRequest req;

@@ -29,6 +29,8 @@ class CriClient {
             int parallel_tasks);
 
   Result<std::string> version();
+  // Status(verbose)'s info: containerd's CRI configuration under "config".
+  Result<std::map<std::string, std::string>> status_info();
   Result<std::string> run_pod_sandbox(const cri::PodSandboxConfig& config, const std::string& runtime_handler);
   Status stop_pod_sandbox(const std::string& id);
   Status remove_pod_sandbox(const std::string& id);

@@ -16,6 +16,8 @@ inline constexpr const char* kNode = "crisp.slurm/node";
 inline constexpr const char* kImage = "crisp.slurm/image";
 inline constexpr const char* kName = "crisp.slurm/name";              // a named container
 inline constexpr const char* kEntrypoint = "crisp.slurm/entrypoint";  // "true": its env is the holder's
+inline constexpr const char* kImageFile = "crisp.slurm/image-file";      // "true": image is a squashfs file
+inline constexpr const char* kImageWorkdir = "crisp.slurm/image-workdir";  // that image's WorkingDir
 inline constexpr const char* kTmpfs = "crisp.slurm/tmpfs";            // host dir of its tmpfs mounts
 inline constexpr const char* kHcaView = "crisp.slurm/hca-view";       // host dir of its /sys/class/infiniband
 // What crictl prints in its POD, NAMESPACE and NAME columns.

@@ -47,8 +47,8 @@ std::vector<std::string> strings_at(const nlohmann::json& obj, const char* key) 
   return out;
 }
 
-Result<nlohmann::json> info_json(const std::map<std::string, std::string>& info) {
-  auto it = info.find("info");
+Result<nlohmann::json> info_json(const std::map<std::string, std::string>& info, const char* key = "info") {
+  auto it = info.find(key);
   if (it == info.end()) return fail("the runtime returned no verbose info");
   nlohmann::json j = nlohmann::json::parse(it->second, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return fail("the runtime's verbose info is not a JSON object");
@@ -87,7 +87,7 @@ std::string container_name(const StepContainerInput& in) {
 cri::ContainerConfig build_step_container(const StepContainerInput& in, const NodeSettings& node) {
   cri::ContainerConfig c;
   c.mutable_metadata()->set_name(container_name(in));
-  c.mutable_image()->set_image(in.image);
+  c.mutable_image()->set_image(in.cri_image.empty() ? in.image : in.cri_image);
   // The holder is the only process: it keeps the namespaces alive and exits
   // with slurmstepd (a named container's, only when stopped).
   std::vector<std::string> argv = in.entrypoint;
@@ -112,6 +112,10 @@ cri::ContainerConfig build_step_container(const StepContainerInput& in, const No
   if (!in.tmpfs_root.empty()) l[labels::kTmpfs] = in.tmpfs_root;
   if (!in.hca_view.empty()) l[labels::kHcaView] = in.hca_view;
   l[labels::kImage] = in.image;
+  if (!in.cri_image.empty()) {
+    l[labels::kImageFile] = "true";
+    l[labels::kImageWorkdir] = in.image_workdir;
+  }
   l[labels::kPodName] = labels::user_pod_name(in.job.uid);
   l[labels::kPodNamespace] = labels::kNamespace;
   l[labels::kContainerName] = container_name(in);
@@ -171,6 +175,15 @@ Result<int> parse_container_pid(const std::map<std::string, std::string>& info) 
   if (pid == j->end() || !pid->is_number_integer() || pid->get<int>() <= 0)
     return fail("the runtime reported no pid for the container");
   return pid->get<int>();
+}
+
+Result<std::string> parse_sandbox_image(const std::map<std::string, std::string>& info) {
+  auto j = info_json(info, "config");
+  if (!j) return j.take_error();
+  auto image = j->find("sandboxImage");
+  if (image == j->end() || !image->is_string() || image->get<std::string>().empty())
+    return fail("the runtime's configuration names no sandbox image");
+  return image->get<std::string>();
 }
 
 }  // namespace crisp

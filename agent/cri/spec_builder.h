@@ -33,7 +33,12 @@ struct StepContainerInput {
   uint32_t step_id = 0;
   uint32_t gid = 0;
   std::vector<uint32_t> groups;
-  std::string image;                   // canonical reference
+  std::string image;                   // canonical reference, or a squashfs image's path
+  // A squashfs image: containerd makes the container from the sandbox's image
+  // (crisp's holder alone), and the file becomes its root (user_rootfs.h); its
+  // WorkingDir is labelled, its Env is the container's, for later steps.
+  std::string cri_image;
+  std::string image_workdir;
   std::vector<v1::BindMount> mounts;   // sources already resolved and checked
   // The job's directory, symlinks resolved, as slurmstepd enters it (srun sends
   // getcwd()); mounted at itself when non-empty, and also at workdir_alias, the
@@ -47,7 +52,7 @@ struct StepContainerInput {
   bool readonly_rootfs = false;
   // Run before the holder, which becomes its arguments (the image's ENTRYPOINT).
   std::vector<std::string> entrypoint;
-  std::vector<std::string> env;  // NAME=VALUE over the image's, for the entrypoint
+  std::vector<std::string> env;  // NAME=VALUE over the image's, for the entrypoint; a squashfs image's Env
   std::string log_path;  // under kLogDirectory, where the CRI writes its output; empty: nowhere
   // Host directories (already mounted tmpfs) and where they go.
   std::vector<std::pair<std::string, std::string>> tmpfs;
@@ -75,6 +80,10 @@ struct ImageConfig {
 
 // info is ImageStatusResponse.info: {"info": "<JSON with imageSpec.config>"}.
 Result<ImageConfig> parse_image_info(const std::map<std::string, std::string>& info);
+
+// containerd's sandbox image from Status(verbose).info["config"]: crisp's
+// holder alone, on every node that runs crisp's sandboxes.
+Result<std::string> parse_sandbox_image(const std::map<std::string, std::string>& info);
 
 // The holder's pid from ContainerStatus(verbose).info["info"].
 Result<int> parse_container_pid(const std::map<std::string, std::string>& info);

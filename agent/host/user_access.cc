@@ -172,11 +172,13 @@ Result<std::optional<std::string>> read_file_as_user(const UserCreds& creds, con
   return std::optional<std::string>(std::move(data));
 }
 
-Result<UserPath> resolve_as_user(const UserCreds& creds, const std::string& path, std::chrono::milliseconds timeout) {
+namespace {
+
+// path opened by the user with flags; see resolve_as_user.
+Result<UserPath> open_with_rights(const UserCreds& creds, const std::string& path, int flags,
+                                  std::chrono::milliseconds timeout) {
   auto work = [&](int sock) {
-    // Reached with the user's rights; what it holds stays theirs to read or not
-    // (the mount passes on no permission), so reaching it is the whole check.
-    int fd = open(path.c_str(), O_PATH | O_CLOEXEC);
+    int fd = open(path.c_str(), flags | O_CLOEXEC);
     if (fd < 0) return send_reply(sock, {errno, 0});
     send_reply(sock, {0, 0}, fd);
   };
@@ -195,6 +197,19 @@ Result<UserPath> resolve_as_user(const UserCreds& creds, const std::string& path
   if (n < 0) return fail(path + ": " + errno_text(errno));
   out.path.assign(where, static_cast<size_t>(n));
   return out;
+}
+
+}  // namespace
+
+Result<UserPath> resolve_as_user(const UserCreds& creds, const std::string& path, std::chrono::milliseconds timeout) {
+  // Reached with the user's rights; what it holds stays theirs to read or not
+  // (the mount passes on no permission), so reaching it is the whole check.
+  return open_with_rights(creds, path, O_PATH, timeout);
+}
+
+Result<UserPath> open_as_user(const UserCreds& creds, const std::string& path, std::chrono::milliseconds timeout) {
+  // O_NONBLOCK: a FIFO opens at once, for the caller to refuse.
+  return open_with_rights(creds, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, timeout);
 }
 
 Result<std::string> home_of(uint32_t uid) {

@@ -46,6 +46,11 @@ struct UserPath {
 Result<UserPath> resolve_as_user(const UserCreds& creds, const std::string& path,
                                  std::chrono::milliseconds timeout = kUserAccessTimeout);
 
+// The same, opened for reading (O_RDONLY | O_NONBLOCK): a file only a user
+// who may read it can have crispd use (a squashfs image).
+Result<UserPath> open_as_user(const UserCreds& creds, const std::string& path,
+                              std::chrono::milliseconds timeout = kUserAccessTimeout);
+
 // The user's home directory, from the password database.
 Result<std::string> home_of(uint32_t uid);
 

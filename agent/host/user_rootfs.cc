@@ -42,16 +42,6 @@ struct MountAttr {  // linux/mount.h's struct mount_attr
   uint64_t attr_set, attr_clr, propagation, userns_fd;
 };
 
-// openat2 of path relative to dirfd, a leading "/" dropped ("/" itself is ".").
-Fd open_at(int dirfd, const std::string& path, uint64_t flags, uint64_t resolve) {
-  open_how how{};
-  how.flags = flags | O_CLOEXEC;
-  how.resolve = resolve;
-  size_t start = path.find_first_not_of('/');
-  std::string rel = start == std::string::npos ? "." : path.substr(start);
-  return Fd(static_cast<int>(syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how)));
-}
-
 // mountinfo escapes space, tab, newline and backslash as \ooo.
 std::string unescape(const std::string& s) {
   auto octal = [](char c) { return c >= '0' && c <= '7'; };
@@ -218,7 +208,7 @@ struct Plan {
   const RootOverlay& root;
   const RootfsRequest& req;
   int container_ns, userns;
-  std::string layers_at, root_at, data;
+  std::string layers_at, root_at, image_at, data;
 };
 
 // Paths of the image, resolved as if its root were "/" and never off the new
@@ -293,6 +283,11 @@ int child_steps(const Plan& p) {
   MountAttr idmap{MOUNT_ATTR_IDMAP, 0, 0, static_cast<uint64_t>(p.userns)};
   if (!tree || syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH, &idmap, sizeof idmap) != 0) return 2;
   if (syscall(SYS_move_mount, tree.get(), "", AT_FDCWD, p.layers_at.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) return 3;
+  if (p.req.image_root >= 0) {
+    Fd image(static_cast<int>(syscall(SYS_open_tree, p.req.image_root, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)));
+    if (!image || syscall(SYS_mount_setattr, image.get(), "", AT_EMPTY_PATH, &idmap, sizeof idmap) != 0) return 12;
+    if (syscall(SYS_move_mount, image.get(), "", AT_FDCWD, p.image_at.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) return 3;
+  }
   // Relative layer paths: the options must fit in a page, whatever the image's layer count.
   if (chdir(p.layers_at.c_str()) != 0 ||
       mount("overlay", p.root_at.c_str(), "overlay", MS_NOSUID | MS_NODEV, p.data.c_str()) != 0)
@@ -343,7 +338,8 @@ constexpr const char* kSteps[] = {"",
                                   "moving the container's mounts onto it",
                                   "writing the user's /etc/passwd and /etc/group",
                                   "making it read-only",
-                                  "making /dev/ptmx"};
+                                  "making /dev/ptmx",
+                                  "the idmapped clone of the squashfs image"};
 
 }  // namespace
 
@@ -360,13 +356,16 @@ Status give_rootfs_to_user(const RootfsRequest& req) {
   if (!userns) return userns.take_error();
   // The new upper layer beside containerd's ("9/crisp-fs"): root's 0755, which the idmap shows as the user's.
   std::string snapshot = parent_of(root->upper), upper = snapshot + "/crisp-fs", work = snapshot + "/crisp-work";
-  for (const auto& [dir, mode] : {std::pair{stage, 0700}, {stage + "/l", 0700}, {stage + "/r", 0700},
+  for (const auto& [dir, mode] : {std::pair{stage, 0700}, {stage + "/l", 0700}, {stage + "/r", 0700}, {stage + "/i", 0700},
                                   {root->snapshots + "/" + upper, 0755}, {root->snapshots + "/" + work, 0700}})
     if (mkdir(dir.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST)
       return fail("cannot create " + dir + ": " + errno_text(errno));
+  // A squashfs image instead of the sandbox's image containerd mounted (its holder alone).
   std::string lower = root->upper;
-  for (const std::string& l : root->lower) lower += ":" + l;
-  Plan plan{*root, req, ns.get(), userns->get(), stage + "/l", stage + "/r",
+  if (req.image_root >= 0) lower += ":" + stage + "/i";
+  else
+    for (const std::string& l : root->lower) lower += ":" + l;
+  Plan plan{*root, req, ns.get(), userns->get(), stage + "/l", stage + "/r", stage + "/i",
             "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work +
                 (root->options.empty() ? "" : "," + root->options)};
   int report[2];
@@ -391,7 +390,7 @@ Status give_rootfs_to_user(const RootfsRequest& req) {
     while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
     }
   }).detach();
-  if (got != static_cast<ssize_t>(sizeof answer) || answer[0] < 0 || answer[0] > 11)
+  if (got != static_cast<ssize_t>(sizeof answer) || answer[0] < 0 || answer[0] > 12)
     return fail("the process giving the container's files to its user died or hung");
   if (answer[0] != 0)
     // Idmapping the layers is what a filesystem may not support (before Linux 6.3, tmpfs; btrfs before 5.15 ...).

@@ -46,6 +46,10 @@ struct RootfsRequest {
   bool readonly = false;
   std::string stage;      // a root-only directory for the child's private mounts
   std::string localtime;  // the node's /etc/localtime, copied in; empty: none
+  // A squashfs image's detached mount (squashfs_mount.h), or -1: when given, it
+  // replaces the image containerd mounted (the sandbox's) under the container's
+  // upper layer, idmapped as the layers are.
+  int image_root = -1;
 };
 
 // Does the above as a child process (crispd's threads never change namespace),

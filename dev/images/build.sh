@@ -10,6 +10,8 @@
 #                        program built on the host against each
 #   crisp-test/private   busybox on the registry that wants a login ($AUTH_REGISTRY)
 #   crisp/pause          crisp-holder alone, the CRI sandbox ("pause") image
+# and, beside them, squashfs files as enroot's import lays them out (root's, in $STATE/sqsh):
+#   debian.sqsh          crisp-test/debian with Env PATH and CRISP_IMAGE=debian.sqsh, WorkingDir /workspace
 source "$(dirname "$0")/../lib.sh"
 
 source "$(dirname "$0")/oci.sh"
@@ -118,6 +120,40 @@ fi
 mkdir -p "$work/deb" && tar -C "$work/deb" -xf "$cache"
 push_rootfs "$work/deb" crisp-test/debian:bullseye \
   --config.env=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --config.cmd=/bin/bash
+
+# enroot_config ROOTFS WORKDIR NAME=VALUE...: the files enroot's import adds (its docker::configure).
+enroot_config() {
+  local rootfs=$1 workdir=$2; shift 2
+  mkdir -p "$rootfs/etc" "$rootfs$workdir"
+  printf '%s\n' "$@" >"$rootfs/etc/environment"
+  : >"$rootfs/etc/fstab"
+  cat >"$rootfs/etc/rc" <<EOF2
+# org.opencontainers.image.title crisp-test
+mkdir -p "$workdir" 2> /dev/null
+cd "$workdir" && unset OLDPWD || exit 1
+
+if [ -s /etc/rc.local ]; then
+    . /etc/rc.local
+fi
+
+if [ \$# -gt 0 ]; then
+    exec "\$@"
+else
+    exec '/bin/bash'
+fi
+EOF2
+  printf '# This file is sourced by /etc/rc when the container starts.\n' >"$rootfs/etc/rc.local"
+}
+sq=$STATE/sqsh
+mkdir -p "$sq" && chmod 0755 "$sq"
+if [[ ! -f $sq/debian.sqsh || $cache -nt $sq/debian.sqsh ]]; then
+  say "building $sq/debian.sqsh"
+  rm -rf "$work/deb" && mkdir -p "$work/deb" && tar -C "$work/deb" -xf "$cache"
+  enroot_config "$work/deb" /workspace PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    CRISP_IMAGE=debian.sqsh
+  mksquashfs "$work/deb" "$sq/debian.sqsh.tmp" -all-root -noappend -quiet -wildcards -e 'dev/*' >/dev/null
+  chmod 0644 "$sq/debian.sqsh.tmp" && mv "$sq/debian.sqsh.tmp" "$sq/debian.sqsh"
+fi
 
 say "building crisp-test/mpi (debootstrap minbase with OpenMPI and MPICH, cached in $STATE)"
 cache=$STATE/debian-bookworm-mpi-rootfs.tar

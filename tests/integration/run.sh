@@ -7,7 +7,7 @@
 source "$(dirname "$0")/../../dev/lib.sh"
 set +e -o pipefail
 source "$CRISP_SRC/tests/integration/lib.sh"
-for area in basics images lifecycle security attack pyxis everyday namespace multinode gpu; do
+for area in basics images lifecycle security attack pyxis everyday namespace squashfs multinode gpu; do
   source "$CRISP_SRC/tests/integration/${area}_tests.sh"
 done
 
@@ -67,6 +67,11 @@ t attach_to_a_running_unnamed_step_by_its_id
 t unshare_net_ipc_uts
 t unshare_refuses_unknown_namespaces_before_allocation
 t joining_with_and_without_namespaces
+t squashfs_image_runs_with_its_env_and_workdir
+t squashfs_named_container_keeps_changes
+t squashfs_on_two_nodes
+t squashfs_bad_files_get_one_line_and_leave_nothing
+t squashfs_cancelled_step_frees_the_file
 t unsupported_and_malformed_options
 t plugstack_arguments
 t sbatch_runs_the_script_inside

@@ -21,6 +21,7 @@
 #include "agent/host/user_access.h"
 #include "agent/host/user_files.h"
 #include "agent/host/user_rootfs.h"
+#include "agent/host/squashfs_mount.h"
 
 namespace {
 
@@ -187,6 +188,88 @@ TEST(UserRootfs, TheIdmapSwapsRootAndTheUser) {
   EXPECT_EQ(crisp::swap_map(2001), "0 2001 1\n2001 0 1\n1 1 2000\n2002 2002 4294965293\n");
   EXPECT_EQ(crisp::swap_map(1), "0 1 1\n1 0 1\n2 2 4294967293\n");
   EXPECT_EQ(crisp::swap_map(0), "0 0 4294967295\n");
+}
+
+// A squashfs 4.0 superblock's first 96 bytes, little-endian, as mksquashfs writes them.
+std::string superblock(uint64_t bytes_used, uint32_t block_log = 17, uint16_t major = 4) {
+  std::string b(crisp::kSquashfsSuperblockSize, '\0');
+  auto put = [&](size_t at, uint64_t v, size_t n) {
+    for (size_t i = 0; i < n; ++i) b[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  put(0, 0x73717368, 4);
+  put(12, 1u << block_log, 4);
+  put(20, 1, 2);  // gzip
+  put(22, block_log, 2);
+  put(28, major, 2);
+  put(40, bytes_used, 8);
+  return b;
+}
+
+TEST(Squashfs, TheSuperblockTellsANonImageADamagedOneAndATruncatedOne) {
+  auto ok = crisp::parse_squashfs_superblock(superblock(4096), 8192);
+  ASSERT_TRUE(ok.ok()) << ok.error();
+  EXPECT_EQ(ok->bytes_used, 4096u);
+  EXPECT_EQ(ok->block_size, 131072u);
+  auto not_one = crisp::parse_squashfs_superblock(std::string(96, 'x'), 8192);
+  ASSERT_FALSE(not_one.ok());
+  EXPECT_NE(not_one.error().find("not a squashfs image"), std::string::npos);
+  EXPECT_FALSE(crisp::parse_squashfs_superblock("hsqs", 8192).ok()) << "shorter than a superblock";
+  auto truncated = crisp::parse_squashfs_superblock(superblock(100000), 8192);
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_EQ(truncated.error(), "it is truncated: the squashfs needs 100000 bytes, the file has 8192");
+  EXPECT_FALSE(crisp::parse_squashfs_superblock(superblock(4096, 17, 3), 8192).ok()) << "version 3";
+  EXPECT_FALSE(crisp::parse_squashfs_superblock(superblock(4096, 40), 8192).ok()) << "block size";
+}
+
+TEST(Squashfs, TheKernelMountsOnlyWhatNoUserCanHaveWritten) {
+  struct stat st {};
+  st.st_uid = 0;
+  st.st_mode = S_IFREG | 0644;
+  EXPECT_TRUE(crisp::kernel_may_mount(st, false, false));
+  EXPECT_FALSE(crisp::kernel_may_mount(st, true, false)) << "an ACL may let a user write it";
+  st.st_mode = S_IFREG | 0664;
+  EXPECT_FALSE(crisp::kernel_may_mount(st, false, false)) << "group-writable";
+  st.st_mode = S_IFREG | 0646;
+  EXPECT_FALSE(crisp::kernel_may_mount(st, false, false)) << "world-writable";
+  st.st_mode = S_IFREG | 0444;
+  st.st_uid = 2001;
+  EXPECT_FALSE(crisp::kernel_may_mount(st, false, false)) << "a user's own, even read-only (they may chmod)";
+  EXPECT_TRUE(crisp::kernel_may_mount(st, false, true)) << "the admin trusts every owner";
+}
+
+TEST_F(HostTest, ASquashfsMountsReadsAndLeavesNoLoopDeviceBehind) {
+  need_root();
+  std::string dir = root_ + "/sq";
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((dir + "/etc").c_str(), 0755), 0);
+  std::ofstream(dir + "/etc/environment") << "A=1\n";
+  ASSERT_EQ(symlink("/etc/environment", (dir + "/link").c_str()), 0);
+  std::string image = root_ + "/x.sqsh";
+  ASSERT_EQ(system(("mksquashfs " + dir + " " + image + " -all-root -noappend -quiet >/dev/null").c_str()), 0)
+      << "needs squashfs-tools";
+  crisp::Fd file(open(image.c_str(), O_RDONLY | O_CLOEXEC));
+  auto root = crisp::mount_squashfs(file.get(), image);
+  ASSERT_TRUE(root.ok()) << root.error();
+  EXPECT_EQ(crisp::read_image_file(root->get(), "/etc/environment", 1024), "A=1\n");
+  EXPECT_EQ(crisp::read_image_file(root->get(), "/link", 1024), "A=1\n") << "an image's absolute link stays in it";
+  EXPECT_EQ(crisp::read_image_file(root->get(), "/../../etc/environment", 1024), "A=1\n");
+  EXPECT_EQ(crisp::read_image_file(root->get(), "/etc", 1024), "") << "not a regular file";
+  struct statfs fs {};
+  ASSERT_EQ(fstatfs(root->get(), &fs), 0);
+  EXPECT_EQ(fs.f_type, 0x73717368u);
+  root->reset();
+  file.reset();
+  // The loop device goes with its last user (autoclear), asynchronously.
+  bool freed = false;
+  for (int i = 0; i < 100 && !freed; ++i, std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    freed = system(("losetup -j " + image + " | grep -q .").c_str()) != 0;
+  }
+  EXPECT_TRUE(freed) << "a loop device still reads " << image;
+  std::ofstream(root_ + "/junk") << std::string(8192, 'j');
+  crisp::Fd junk(open((root_ + "/junk").c_str(), O_RDONLY | O_CLOEXEC));
+  auto refused = crisp::mount_squashfs(junk.get(), root_ + "/junk");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("cannot read it as squashfs"), std::string::npos) << refused.error();
 }
 
 TEST(UserFiles, PasswdAndGroupAsEnrootsShadowHookMakesThem) {

@@ -74,10 +74,20 @@ TEST(ImageRef, RejectsMalformed) {
   }
 }
 
-TEST(ImageRef, SquashfsErrorSaysWhatToDo) {
-  auto r = parse_image_ref("/shared/images/pytorch.sqsh");
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().find("push the image to a registry"), std::string::npos);
+TEST(ImageRef, FilesArePathsStartingWithSlashOrDot) {
+  EXPECT_FALSE(parse_image_ref("/shared/images/pytorch.sqsh").ok()) << "a file is no registry reference";
+  for (const char* file : {"/shared/images/pytorch.sqsh", "./x.sqsh", "../up/x.sqsh", ".hidden"}) {
+    EXPECT_TRUE(crisp::is_image_file(file)) << file;
+    EXPECT_TRUE(crisp::check_image_file(file).ok()) << file;
+  }
+  for (const char* ref : {"busybox", "nvcr.io#nvidia/pytorch:24.01", "docker://x", ""})
+    EXPECT_FALSE(crisp::is_image_file(ref)) << ref;
+  for (const char* dir : {"/images/", ".", "..", "./"}) {
+    auto r = crisp::check_image_file(dir);
+    ASSERT_FALSE(r.ok()) << dir;
+    EXPECT_NE(r.error().find("names a directory"), std::string::npos) << r.error();
+  }
+  EXPECT_FALSE(crisp::check_image_file(std::string("/a\0b", 4)).ok());
 }
 
 }  // namespace

@@ -44,6 +44,25 @@ TEST(Options, FullSet) {
   EXPECT_TRUE(r->mount_home && r->remap_root && r->entrypoint && r->entrypoint_log && r->readonly);
 }
 
+TEST(Options, AnImageFileIsResolvedAgainstTheJobsDirectory) {
+  auto r = crisp::validate_options(raw_of({{"IMAGE", "./images/x.sqsh"}}), kDefaults);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_TRUE(r->active);
+  EXPECT_FALSE(r->image.has_value());
+  EXPECT_EQ(r->image_file, "./images/x.sqsh");
+  crisp::StepContext step;
+  step.workdir = "/home/u/job";
+  auto req = crisp::build_create_request(step, *r, kDefaults);
+  EXPECT_EQ(req.image_file(), "/home/u/job/./images/x.sqsh");
+  EXPECT_EQ(req.image(), "");
+  auto abs = crisp::validate_options(raw_of({{"IMAGE", "/lustre/images/pytorch.sqsh"}}), kDefaults);
+  ASSERT_TRUE(abs.ok());
+  EXPECT_EQ(crisp::build_create_request(step, *abs, kDefaults).image_file(), "/lustre/images/pytorch.sqsh");
+  auto dir = crisp::validate_option("IMAGE", "/lustre/images/");
+  ASSERT_FALSE(dir.ok());
+  EXPECT_EQ(dir.error(), "invalid image file '/lustre/images/': it names a directory, not a squashfs file");
+}
+
 TEST(Options, NameAloneIsEnoughToAttach) {
   auto r = crisp::validate_options(raw_of({{"NAME", "dev:exec"}}), kDefaults);
   ASSERT_TRUE(r.ok()) << r.error();

@@ -164,6 +164,15 @@ TEST(ImageInfo, Malformed) {
   EXPECT_FALSE(crisp::parse_image_info({{"info", "not json"}}).ok());
 }
 
+TEST(SandboxImage, FromTheRuntimesConfiguration) {
+  auto image = crisp::parse_sandbox_image({{"config", R"({"sandboxImage":"127.0.0.1:5000/crisp/pause:latest"})"}});
+  ASSERT_TRUE(image.ok()) << image.error();
+  EXPECT_EQ(*image, "127.0.0.1:5000/crisp/pause:latest");
+  EXPECT_FALSE(crisp::parse_sandbox_image({}).ok());
+  EXPECT_FALSE(crisp::parse_sandbox_image({{"config", R"({"sandboxImage":""})"}}).ok());
+  EXPECT_FALSE(crisp::parse_sandbox_image({{"config", "not json"}}).ok());
+}
+
 TEST(ContainerPid, ParsesAndRejects) {
   auto p = crisp::parse_container_pid({{"info", R"({"pid": 4321, "sandboxID": "x"})"}});
   ASSERT_TRUE(p.ok());

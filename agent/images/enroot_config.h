@@ -1,0 +1,22 @@
+// The image configuration enroot's import stores inside a squashfs image, as
+// files of its top layer: /etc/environment (the image's Env, a NAME=VALUE a
+// line) and /etc/rc (a script that enters the WorkingDir, then execs the
+// entrypoint). Pure: the texts come from the mounted image, written by whoever
+// made it, so nothing here trusts them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace crisp {
+
+// NAME=VALUE lines, in order; comments, blank lines and anything that is not
+// NAME=... are dropped (as enroot does), at most kMaxImageEnv of them.
+inline constexpr size_t kMaxImageEnv = 4096;
+std::vector<std::string> parse_enroot_environment(const std::string& text);
+
+// The absolute directory of /etc/rc's `cd "DIR" && unset OLDPWD || exit 1`;
+// empty when there is none (a squashfs not made by enroot).
+std::string parse_enroot_workdir(const std::string& rc);
+
+}  // namespace crisp

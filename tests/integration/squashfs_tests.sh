@@ -1,0 +1,88 @@
+# Squashfs image files (Pyxis's --container-image=PATH), as the test user: the image
+# dev/images/build.sh made as enroot's import lays one out, and each bad input.
+# Sourced by run.sh.
+
+SQSH_DIR=$STATE/sqsh
+SQSH=$SQSH_DIR/debian.sqsh
+
+# No loop device reads FILE any more (autoclear follows the container's end).
+no_loop_for() { [[ -z $(losetup -j "$1") ]]; }
+
+test_squashfs_image_runs_with_its_env_and_workdir() {
+  run as_user "${SRUN[@]}" --container-image="$SQSH" \
+    bash -c 'echo "$CRISP_IMAGE $(pwd) $(. /etc/os-release; echo $VERSION_CODENAME) $(stat -c %u /etc/os-release)"
+             touch /newfile && echo writable'
+  expect "the file's Debian runs, with its Env and WorkingDir, its files the user's" \
+    equals "$OUT" "debian.sqsh /workspace bullseye $(id -u "$TEST_USER")"$'\nwritable'
+  expect "... and no error" equals "$ERR" ""
+  cp "$SQSH" "$WORK/rel.sqsh" && chmod 0644 "$WORK/rel.sqsh"  # root's, in the user's directory
+  run as_user "${SRUN[@]}" --container-image=./rel.sqsh sh -c 'echo $CRISP_IMAGE'
+  expect "a relative path starts at the job's directory" equals "$OUT" "debian.sqsh"
+  run as_user "${SRUN[@]}" --container-image="$SQSH" --container-readonly touch /x
+  expect "--container-readonly: the image cannot be written" contains "$ERR" "Read-only file system"
+  run as_user "${SRUN[@]}" --container-image="$SQSH" --container-remap-root \
+    --container-mounts=/var/tmp/crisp-it/ro:/data:ro sh -c 'id -u; stat -c %u /etc/os-release; cat /data/file'
+  expect "remap-root and mounts work as with a registry image" equals "$OUT" $'0\n0\nread-only-data'
+  run as_user "${SRUN[@]}" --container-image="$SQSH" --container-workdir=/tmp pwd
+  expect "--container-workdir wins over the image's" equals "$OUT" "/tmp"
+  expect "nothing reads the file once the steps are over" wait_until 10 no_loop_for "$SQSH"
+}
+
+test_squashfs_named_container_keeps_changes() {
+  in_allocation "
+    srun --container-image=$SQSH --container-name=sq sh -c 'echo kept >/kept'
+    srun --container-name=sq cat /kept
+    srun --container-image=$SQSH cat /kept
+  "
+  as_user "${CRISPCTL[@]}" rm sq >/dev/null 2>&1
+  expect "the named container keeps what its first step wrote" contains "$OUT" "kept"
+  expect "... an unnamed step of the file does not see it" contains "$ERR" "/kept: No such file or directory"
+  expect "the named container's removal frees the file" wait_until 10 no_loop_for "$SQSH"
+}
+
+test_squashfs_on_two_nodes() {
+  run as_user "${SRUN[@]}" -p multi -N2 --container-image="$SQSH" sh -c 'echo "$(hostname -s) $CRISP_IMAGE"'
+  expect "both nodes run the one file" equals "$(sort <<<"$OUT" | cut -d' ' -f2 | uniq -c | awk '{print $1, $2}')" \
+    "2 debian.sqsh"
+}
+
+test_squashfs_bad_files_get_one_line_and_leave_nothing() {
+  local d=/var/tmp/crisp-it/sqsh-bad
+  rm -rf "$d" && mkdir -p "$d/dir.sqsh" && chmod 0755 "$d"
+  echo "not an image" >"$d/text.sqsh"
+  head -c 200000 "$SQSH" >"$d/truncated.sqsh"
+  cp "$SQSH" "$d/secret.sqsh" && chmod 0600 "$d/secret.sqsh"
+  cp "$SQSH" "$d/users.sqsh" && chown "$TEST_USER:" "$d/users.sqsh"
+  cp "$SQSH" "$d/shared.sqsh" && chmod 0666 "$d/shared.sqsh"
+  chmod 0644 "$d"/{text,truncated}.sqsh
+  local -A said=(
+    [text]="it is not a squashfs image"
+    [truncated]="it is truncated: the squashfs needs"
+    [secret]="secret.sqsh: Permission denied"
+    [dir]="is a directory, not a squashfs file"
+    [missing]="missing.sqsh does not exist"
+    [users]="users.sqsh is not root's: this node mounts only squashfs images that root owns"
+    [shared]="shared.sqsh may be changed by users"
+  )
+  local name
+  for name in "${!said[@]}"; do
+    run as_user "${SRUN[@]}" --container-image="$d/$name.sqsh" true
+    expect_crisp_error "$name.sqsh" "${said[$name]}"
+  done
+  run as_user "${SRUN[@]}" --container-image="$d/" true
+  expect_crisp_error "a path ending in /" "it names a directory, not a squashfs file"
+  expect "nothing of them is left mounted" equals "$(losetup -a | grep -c "$d")" 0
+  expect "... nor on the node's mounts" lacks "$(cat /proc/self/mountinfo)" "squashfs"
+}
+
+test_squashfs_cancelled_step_frees_the_file() {
+  local name=crisp-it-sqsh-$RANDOM
+  as_user "${SRUN[@]}" -J "$name" --container-image="$SQSH" sleep 60 >/dev/null 2>&1 &
+  local srun=$! job
+  job=$(running_job "$name")
+  expect "a running step reads the file through a loop device" wait_until 10 eval '! no_loop_for "$SQSH"'
+  scancel "$job"
+  wait "$srun" 2>/dev/null
+  expect "scancel: the loop device is freed with the container" wait_until 20 no_loop_for "$SQSH"
+  expect "... and the CRI holds nothing of the job" wait_until 10 no_cri_objects "$job"
+}
