@@ -86,7 +86,7 @@ void add_runtime_flags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_flag("--squashfs-any-owner", f.squashfs_any_owner,
                "let the kernel mount squashfs images of any owner (default: only those root owns and alone may "
-               "write; the kernel's squashfs driver is not made for images a user can craft)");
+               "write; others are extracted with the user's ids: the kernel's squashfs is not made for crafted images)");
   app.add_option("--private-images", f.private_images,
                  "who may use an image already on the node: never (anyone), private (an image pulled with "
                  "credentials: a user whose credentials its registry accepts), always (every image: likewise)")

@@ -18,6 +18,7 @@
 #include "agent/devices/gres.h"
 #include "agent/host/entrypoint.h"
 #include "agent/host/squashfs_mount.h"
+#include "agent/host/squashfs_tools.h"
 #include "agent/images/enroot_config.h"
 #include "agent/host/user_access.h"
 #include "agent/host/user_rootfs.h"
@@ -47,6 +48,7 @@ struct StepManager::Plan {
   RdmaPlan rdma;
   size_t tmpfs_count = 0;
   Fd image_root;  // a squashfs image, mounted (squashfs_mount.h); the overlay takes it over
+  Fd image_to_extract;  // or one the kernel must not read, extracted as the user (squashfs_tools.h)
   // Resolved by the user now, staged under the container's mount root by prepare_host.
   std::vector<std::pair<UserPath, v1::BindMount>> user_mounts;
   std::optional<UserPath> workdir;
@@ -404,25 +406,31 @@ Status StepManager::mount_image_file(const v1::CreateStepRequest& req, Plan& pla
   if (fstat(file->fd.get(), &st) != 0) return fail("image file " + path + ": " + errno_text(errno));
   if (S_ISDIR(st.st_mode)) return fail("image file " + path + " is a directory, not a squashfs file");
   if (!S_ISREG(st.st_mode)) return fail("image file " + path + " is not a regular file");
-  bool acl = fgetxattr(file->fd.get(), "system.posix_acl_access", nullptr, 0) >= 0;
-  if (!kernel_may_mount(st, acl, settings_.squashfs_any_owner))
-    return fail("image file " + path + (st.st_uid == 0 ? " may be changed by users" : " is not root's") +
-                ": this node mounts only squashfs images that root owns and alone may write (the kernel's squashfs "
-                "is not made for images a user can craft); ask your admin to stage it (crispctl import)");
   std::string head(kSquashfsSuperblockSize, '\0');
   ssize_t n = pread(file->fd.get(), head.data(), head.size(), 0);
   head.resize(n > 0 ? static_cast<size_t>(n) : 0);
   auto sb = parse_squashfs_superblock(head, static_cast<uint64_t>(st.st_size));
   if (!sb) return fail("image file " + path + ": " + sb.error());
-  auto root = mount_squashfs(file->fd.get(), path);
-  if (!root) return fail("image file " + path + ": " + root.error());
+  bool acl = fgetxattr(file->fd.get(), "system.posix_acl_access", nullptr, 0) >= 0;
   ImageConfig config;
-  config.env = parse_enroot_environment(read_image_file(root->get(), "/etc/environment", kImageConfigFileMax));
-  config.working_dir = parse_enroot_workdir(read_image_file(root->get(), "/etc/rc", kImageConfigFileMax));
+  if (kernel_may_mount(st, acl, settings_.squashfs_any_owner)) {
+    auto root = mount_squashfs(file->fd.get(), path);
+    if (!root) return fail("image file " + path + ": " + root.error());
+    config.env = parse_enroot_environment(read_image_file(root->get(), "/etc/environment", kImageConfigFileMax));
+    config.working_dir = parse_enroot_workdir(read_image_file(root->get(), "/etc/rc", kImageConfigFileMax));
+    plan.image_root = std::move(*root);
+  } else {
+    // One a user can have made: read and extracted by unsquashfs with their ids, never parsed by the kernel.
+    auto read = [&](const char* name) {
+      return cat_as_user(plan.creds, file->fd.get(), name, kImageConfigFileMax, std::chrono::seconds(30));
+    };
+    config.env = parse_enroot_environment(read("etc/environment"));
+    config.working_dir = parse_enroot_workdir(read("etc/rc"));
+    plan.image_to_extract = std::move(file->fd);
+  }
   use_image_config(path, config, plan);
   plan.in.env = config.env;
   plan.in.image_workdir = config.working_dir;
-  plan.image_root = std::move(*root);
   return Ok{};
 }
 
@@ -498,7 +506,7 @@ Result<std::string> StepManager::make_container(const v1::CreateStepRequest& req
   auto sandbox = find_or_run_user_sandbox(req.uid(), req.user());
   if (!sandbox) return sandbox.take_error();
   clock.lap("sandbox");
-  if (plan.image_root) {
+  if (plan.image_root || plan.image_to_extract) {
     auto info = cri_.status_info();
     auto image = info ? parse_sandbox_image(*info) : Result<std::string>(info.take_error());
     // Present as containerd's sandboxes need it: pulled as RunPodSandbox would, if it is gone.
@@ -570,11 +578,12 @@ Status StepManager::give_rootfs(const v1::CreateStepRequest& req, const Plan& pl
   r.readonly = req.readonly_rootfs();
   r.stage = settings_.tmpfs_base + "-rootfs";
   r.image_root = plan.image_root.get();
+  r.image_to_extract = plan.image_to_extract.get();
   // The node's timezone: the admin's file, read as root.
   if (auto tz = read_text("/etc/localtime", 1u << 20)) r.localtime = *tz;
   Status given = settings_.give_rootfs(r);
   // A squashfs image exists only in the new root: without it the container would run the sandbox's.
-  if (!given && plan.image_root) return fail("cannot make the squashfs image the container's root: " + given.error());
+  if (!given && (plan.image_root || plan.image_to_extract)) return fail("cannot make the squashfs image the container's root: " + given.error());
   if (!given && given.error_kind() == ErrorKind::kUnsupported) {
     // The step still runs, in root's files, as before crisp did this; the admin hears once.
     static std::once_flag said;

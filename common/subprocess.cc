@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -102,6 +103,24 @@ Status reap(pid_t pid, ProcessResult& r, const Deadline& deadline, bool kill_fir
   return Ok{};
 }
 
+// posix_spawn with the pipes as its streams and nothing else of crispd's.
+Result<pid_t> spawn(const std::string& path, std::vector<char*>& argv, std::vector<char*>& envp, bool own_env,
+                    const Pipe& in, const Pipe& out, const Pipe& err) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  // dup2 clears O_CLOEXEC on the child's copies only.
+  posix_spawn_file_actions_adddup2(&fa, in.read.get(), STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, out.write.get(), STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, err.write.get(), STDERR_FILENO);
+  // Nothing else of crispd's reaches the program, whoever opened it without O_CLOEXEC.
+  posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, path.c_str(), &fa, nullptr, argv.data(), own_env ? envp.data() : environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return fail(path + " cannot run: " + errno_text(rc));
+  return pid;
+}
+
 }  // namespace
 
 std::string ProcessResult::status_text() const {
@@ -119,18 +138,26 @@ Result<ProcessResult> run_process(const ProcessSpec& spec) {
   if (!in) return in.take_error();
   if (!out) return out.take_error();
   if (!err) return err.take_error();
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  // dup2 clears O_CLOEXEC on the child's copies only.
-  posix_spawn_file_actions_adddup2(&fa, in->read.get(), STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, out->write.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, err->write.get(), STDERR_FILENO);
-  // Nothing else of crispd's reaches the program, whoever opened it without O_CLOEXEC.
-  posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, path.c_str(), &fa, nullptr, argv.data(), spec.env ? envp.data() : environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return fail(path + " cannot run: " + errno_text(rc));
+  if (spec.prepare || spec.pass_fd >= 0) {
+    pid = fork();
+    if (pid < 0) return fail("fork: " + errno_text(errno));
+    if (pid == 0) {
+      // First, while crispd's descriptors (a user namespace's) are all where prepare expects them.
+      bool ok = !spec.prepare || spec.prepare();
+      ok = ok && dup2(in->read.get(), STDIN_FILENO) >= 0 && dup2(out->write.get(), STDOUT_FILENO) >= 0 &&
+           dup2(err->write.get(), STDERR_FILENO) >= 0 &&
+           (spec.pass_fd < 0 || (dup2(spec.pass_fd, 3) == 3 && fcntl(3, F_SETFD, 0) == 0));  // dup2(3, 3) keeps CLOEXEC
+      // The program gets nothing else of crispd's.
+      if (ok) ok = syscall(SYS_close_range, spec.pass_fd < 0 ? 3 : 4, ~0u, 0) == 0;
+      if (ok) execve(path.c_str(), argv.data(), spec.env ? envp.data() : environ);
+      _exit(127);
+    }
+  } else if (auto spawned = spawn(path, argv, envp, spec.env.has_value(), *in, *out, *err); !spawned) {
+    return spawned.take_error();
+  } else {
+    pid = *spawned;
+  }
   in->read.reset();
   out->write.reset();
   err->write.reset();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,10 @@ struct ProcessSpec {
   std::string input;                              // written to its stdin, then closed
   std::chrono::milliseconds timeout{30000};
   size_t max_output = 1 << 20;                    // per stream; the rest is read and dropped
+  int pass_fd = -1;                               // given to the program as its descriptor 3
+  // Run in the child just before exec (a user's ids, a directory to start in):
+  // system calls only (the child of a threaded process); false: it exits 127.
+  std::function<bool()> prepare;
 };
 
 struct ProcessResult {

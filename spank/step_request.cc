@@ -1,6 +1,7 @@
 #include "spank/step_request.h"
 
 #include "common/env.h"
+#include "common/mount_spec.h"
 
 namespace crisp {
 
@@ -19,8 +20,10 @@ v1::CreateStepRequest build_create_request(const StepContext& step, const Contai
   }
   // Relative to the job's directory, as Pyxis resolves it; crispd refuses one still relative.
   if (!opts.image_file.empty())
-    req.set_image_file(opts.image_file.front() == '/' || step.workdir.empty() ? opts.image_file
-                                                                              : step.workdir + "/" + opts.image_file);
+    // normalize_path drops "." and "//" only: ".." stays for the kernel, through symlinks as they are.
+    req.set_image_file(opts.image_file.front() == '/' || step.workdir.empty()
+                           ? opts.image_file
+                           : normalize_path(step.workdir + "/" + opts.image_file));
   for (const MountSpec& spec : opts.mounts) {
     MountSpec m = resolve_relative(spec, step.workdir);
     v1::BindMount* b = req.add_mounts();

@@ -22,6 +22,7 @@
 #include <set>
 #include <thread>
 
+#include "agent/host/squashfs_tools.h"
 #include "common/fd.h"
 #include "common/files.h"
 #include "common/strings.h"
@@ -178,26 +179,6 @@ Result<Fd> make_swapping_userns(uint32_t uid, uint32_t gid) {
   return out;
 }
 
-// One per user, kept (a namespace costs a fork to make; the mounts that use
-// one hold it themselves); forgotten all at once past kMaxKept users.
-// The caller gets its own descriptor of it.
-Result<Fd> swapping_userns(uint32_t uid, uint32_t gid) {
-  constexpr size_t kMaxKept = 1024;
-  static std::mutex mu;
-  static std::map<std::pair<uint32_t, uint32_t>, Fd> kept;
-  std::lock_guard lock(mu);
-  auto it = kept.find({uid, gid});
-  if (it == kept.end()) {
-    auto made = make_swapping_userns(uid, gid);
-    if (!made) return made.take_error();
-    if (kept.size() >= kMaxKept) kept.clear();
-    it = kept.emplace(std::pair{uid, gid}, std::move(*made)).first;
-  }
-  Fd mine(fcntl(it->second.get(), F_DUPFD_CLOEXEC, 0));
-  if (!mine) return fail("dup: " + errno_text(errno));
-  return mine;
-}
-
 // path under dirfd ("/" first or not), through no symlink: the container's own mount points.
 Fd open_beneath(int dirfd, const std::string& path) {
   return open_at(dirfd, path, O_PATH, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
@@ -343,6 +324,26 @@ constexpr const char* kSteps[] = {"",
 
 }  // namespace
 
+// One per user, kept (a namespace costs a fork to make; the mounts that use
+// one hold it themselves); forgotten all at once past kMaxKept users.
+// The caller gets its own descriptor of it.
+Result<Fd> swapping_userns(uint32_t uid, uint32_t gid) {
+  constexpr size_t kMaxKept = 1024;
+  static std::mutex mu;
+  static std::map<std::pair<uint32_t, uint32_t>, Fd> kept;
+  std::lock_guard lock(mu);
+  auto it = kept.find({uid, gid});
+  if (it == kept.end()) {
+    auto made = make_swapping_userns(uid, gid);
+    if (!made) return made.take_error();
+    if (kept.size() >= kMaxKept) kept.clear();
+    it = kept.emplace(std::pair{uid, gid}, std::move(*made)).first;
+  }
+  Fd mine(fcntl(it->second.get(), F_DUPFD_CLOEXEC, 0));
+  if (!mine) return fail("dup: " + errno_text(errno));
+  return mine;
+}
+
 Status give_rootfs_to_user(const RootfsRequest& req) {
   const int pid = req.pid;
   const std::string& stage = req.stage;
@@ -362,9 +363,21 @@ Status give_rootfs_to_user(const RootfsRequest& req) {
       return fail("cannot create " + dir + ": " + errno_text(errno));
   // A squashfs image instead of the sandbox's image containerd mounted (its holder alone).
   std::string lower = root->upper;
-  if (req.image_root >= 0) lower += ":" + stage + "/i";
-  else
+  if (req.image_root >= 0) {
+    lower += ":" + stage + "/i";
+  } else if (req.image_to_extract >= 0) {
+    std::string extracted = snapshot + "/crisp-image";
+    if (mkdir((root->snapshots + "/" + extracted).c_str(), 0755) != 0 && errno != EEXIST)
+      return fail("cannot create " + root->snapshots + "/" + extracted + ": " + errno_text(errno));
+    UserCreds creds{req.user.uid, req.user.gid, {}};
+    if (auto s = unsquash_as_user(creds, req.image_to_extract, root->snapshots + "/" + extracted, userns->get(),
+                                  req.extract_timeout);
+        !s)
+      return fail("cannot extract the squashfs image: " + s.error());
+    lower += ":" + extracted;
+  } else {
     for (const std::string& l : root->lower) lower += ":" + l;
+  }
   Plan plan{*root, req, ns.get(), userns->get(), stage + "/l", stage + "/r", stage + "/i",
             "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work +
                 (root->options.empty() ? "" : "," + root->options)};

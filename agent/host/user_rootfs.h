@@ -13,11 +13,13 @@
 // can, since 5.19.) The new overlay is nosuid and nodev, read-only when asked.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "agent/host/user_files.h"
+#include "common/fd.h"
 #include "common/result.h"
 
 namespace crisp {
@@ -36,6 +38,10 @@ struct RootOverlay {
 // containerd's snapshot directories (nothing is done then).
 Result<RootOverlay> parse_root_overlay(const std::string& mountinfo);
 
+// A user namespace whose maps swap 0 and the user's uid (gid), kept per user:
+// what an idmapped mount that shows root's files as the user's follows.
+Result<Fd> swapping_userns(uint32_t uid, uint32_t gid);
+
 // The user namespace's maps for an idmap swapping 0 and id ("0 ID 1\nID 0 1\n..."),
 // every other id mapped to itself.
 std::string swap_map(uint32_t id);
@@ -50,6 +56,11 @@ struct RootfsRequest {
   // replaces the image containerd mounted (the sandbox's) under the container's
   // upper layer, idmapped as the layers are.
   int image_root = -1;
+  // A squashfs image the kernel must not read (squashfs_mount.h), or -1: unsquashfs
+  // extracts it as the user into the container's snapshot (squashfs_tools.h), and it
+  // replaces the sandbox's image as image_root would.
+  int image_to_extract = -1;
+  std::chrono::seconds extract_timeout{600};
 };
 
 // Does the above as a child process (crispd's threads never change namespace),

@@ -22,6 +22,7 @@
 #include "agent/host/user_files.h"
 #include "agent/host/user_rootfs.h"
 #include "agent/host/squashfs_mount.h"
+#include "agent/host/squashfs_tools.h"
 
 namespace {
 
@@ -270,6 +271,30 @@ TEST_F(HostTest, ASquashfsMountsReadsAndLeavesNoLoopDeviceBehind) {
   auto refused = crisp::mount_squashfs(junk.get(), root_ + "/junk");
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().find("cannot read it as squashfs"), std::string::npos) << refused.error();
+}
+
+TEST_F(HostTest, AUsersImageIsReadAndExtractedWithTheirIdsAlone) {
+  need_root();
+  std::string src = root_ + "/src", image = root_ + "/u.sqsh", into = root_ + "/into";
+  ASSERT_EQ(mkdir(src.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((src + "/etc").c_str(), 0755), 0);
+  std::ofstream(src + "/etc/environment") << "B=2\n";
+  ASSERT_EQ(system(("mksquashfs " + src + " " + image + " -all-root -noappend -quiet >/dev/null").c_str()), 0);
+  ASSERT_EQ(chown(image.c_str(), kNobody, kNobody), 0);
+  ASSERT_EQ(mkdir(into.c_str(), 0755), 0);
+  crisp::Fd file(open(image.c_str(), O_RDONLY | O_CLOEXEC));
+  EXPECT_EQ(crisp::cat_as_user(nobody_, file.get(), "etc/environment", 1024, std::chrono::seconds(10)), "B=2\n");
+  EXPECT_EQ(crisp::cat_as_user(nobody_, file.get(), "etc/none", 1024, std::chrono::seconds(10)), "");
+  auto userns = crisp::swapping_userns(kNobody, kNobody);
+  ASSERT_TRUE(userns.ok()) << userns.error();
+  auto s = crisp::unsquash_as_user(nobody_, file.get(), into, userns->get(), std::chrono::seconds(30));
+  ASSERT_TRUE(s.ok()) << s.error();
+  struct stat st {};
+  ASSERT_EQ(stat((into + "/etc/environment").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u) << "written by the user through the idmap: root's on disk, as the image's layers";
+  crisp::Fd junk(open("/etc/hostname", O_RDONLY | O_CLOEXEC));
+  auto bad = crisp::unsquash_as_user(nobody_, junk.get(), into, userns->get(), std::chrono::seconds(30));
+  EXPECT_FALSE(bad.ok());
 }
 
 TEST(UserFiles, PasswdAndGroupAsEnrootsShadowHookMakesThem) {

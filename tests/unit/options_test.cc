@@ -53,7 +53,7 @@ TEST(Options, AnImageFileIsResolvedAgainstTheJobsDirectory) {
   crisp::StepContext step;
   step.workdir = "/home/u/job";
   auto req = crisp::build_create_request(step, *r, kDefaults);
-  EXPECT_EQ(req.image_file(), "/home/u/job/./images/x.sqsh");
+  EXPECT_EQ(req.image_file(), "/home/u/job/images/x.sqsh");
   EXPECT_EQ(req.image(), "");
   auto abs = crisp::validate_options(raw_of({{"IMAGE", "/lustre/images/pytorch.sqsh"}}), kDefaults);
   ASSERT_TRUE(abs.ok());

@@ -1,0 +1,88 @@
+#include "agent/host/squashfs_tools.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "agent/host/entrypoint.h"
+#include "common/subprocess.h"
+
+// glibc 2.36's <sys/mount.h> lacks the new mount API's structure.
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+
+namespace crisp {
+namespace {
+
+struct MountAttr {  // linux/mount.h's struct mount_attr
+  uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+// The user's ids, taken in the child just before exec (system calls only).
+bool become(const UserCreds& creds, const std::vector<gid_t>& groups) {
+  return setgroups(groups.size(), groups.data()) == 0 && setresgid(creds.gid, creds.gid, creds.gid) == 0 &&
+         setresuid(creds.uid, creds.uid, creds.uid) == 0;
+}
+
+Status run_tool(const char* what, ProcessSpec spec) {
+  spec.env = std::vector<std::string>{"PATH=/usr/bin:/bin", "LC_ALL=C"};
+  spec.max_output = 64 << 10;
+  auto ran = run_process(spec);
+  if (!ran) return fail(std::string(what) + ": " + ran.error());
+  if (!ran->succeeded()) {
+    std::string why = last_lines(ran->err.empty() ? ran->out : ran->err, 3, 600);
+    return fail(std::string(what) + " failed (" + ran->status_text() + ")" + (why.empty() ? "" : ": " + why));
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Status unsquash_as_user(const UserCreds& creds, int image, const std::string& dir, int userns,
+                        std::chrono::seconds timeout) {
+  std::vector<gid_t> groups(creds.groups.begin(), creds.groups.end());
+  ProcessSpec spec;
+  spec.argv = {kUnsquashfs, "-f", "-d", ".", "-n", "-q", "-no-xattrs", "/proc/self/fd/3"};
+  spec.pass_fd = image;
+  spec.timeout = timeout;
+  spec.prepare = [&] {
+    int view = static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, dir.c_str(), OPEN_TREE_CLONE));
+    MountAttr idmap{MOUNT_ATTR_IDMAP, 0, 0, static_cast<uint64_t>(userns)};
+    // Detached: ".." at its root stays there, and nothing else of the node is seen through the idmap.
+    return view >= 0 && syscall(SYS_mount_setattr, view, "", AT_EMPTY_PATH, &idmap, sizeof idmap) == 0 &&
+           fchdir(view) == 0 && close(view) == 0 && become(creds, groups);
+  };
+  return run_tool("unsquashfs", std::move(spec));
+}
+
+std::string cat_as_user(const UserCreds& creds, int image, const std::string& path, size_t max_bytes,
+                        std::chrono::seconds timeout) {
+  std::vector<gid_t> groups(creds.groups.begin(), creds.groups.end());
+  ProcessSpec spec;
+  spec.argv = {kUnsquashfs, "-cat", "/proc/self/fd/3", path};
+  spec.env = std::vector<std::string>{"PATH=/usr/bin:/bin", "LC_ALL=C"};
+  spec.pass_fd = image;
+  spec.timeout = timeout;
+  spec.max_output = max_bytes;
+  spec.prepare = [&] { return become(creds, groups); };
+  auto ran = run_process(spec);
+  return ran && ran->succeeded() ? ran->out : std::string();
+}
+
+Status mksquash_as_user(const UserCreds& creds, int root, int out, std::chrono::seconds timeout) {
+  std::vector<gid_t> groups(creds.groups.begin(), creds.groups.end());
+  ProcessSpec spec;
+  spec.argv = {kMksquashfs, ".", "/proc/self/fd/3", "-noappend", "-all-root", "-no-progress", "-quiet",
+               "-no-xattrs", "-wildcards", "-e", "dev/*"};
+  spec.pass_fd = out;
+  spec.timeout = timeout;
+  spec.prepare = [&] { return fchdir(root) == 0 && become(creds, groups); };
+  return run_tool("mksquashfs", std::move(spec));
+}
+
+}  // namespace crisp
