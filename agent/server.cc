@@ -266,6 +266,9 @@ v1::Response Server::handle(const v1::Request& req, const Peer& peer) {
       if (auto r = root_only("releasing a step")) return *r;
       return answer(steps_.release_step(req.release_step().job_id(), req.release_step().step_id()),
                     &v1::Response::mutable_release);
+    case v1::Request::kSaveStep:
+      if (auto r = root_only("saving a container")) return *r;
+      return answer(steps_.save_step(req.save_step()), &v1::Response::mutable_save_step);
     case v1::Request::kRemoveNamed:
       // A user's own containers only; root may name anyone's.
       return answer(steps_.remove_named(peer.uid == 0 ? req.remove_named().uid() : peer.uid, req.remove_named().name()),

@@ -54,6 +54,8 @@ struct StepSettings {
   // The kernel mounts squashfs images of any owner (crispd --squashfs-any-owner),
   // not only those root owns and alone may write (squashfs_mount.h).
   bool squashfs_any_owner = false;
+  // The longest a --container-save may take (mksquashfs of the container's root).
+  std::chrono::seconds save_timeout{1800};
   // What slurmctld says of a step's GPUs on this node (slurm_step_gpus); unset:
   // a step that names GPUs is refused.
   std::function<Result<StepGpus>(uint32_t job, uint32_t step, const std::string& node)> step_gpus;
@@ -92,6 +94,8 @@ class StepManager {
   // containerd's own stop and removal, 70 ms a container, is release_job's, after.
   Status end_job_processes(uint32_t job_id);
   Result<v1::ReleaseResponse> remove_named(uint32_t uid, const std::string& name);
+  // --container-save (step_save.cc).
+  Result<v1::SaveStepResponse> save_step(const v1::SaveStepRequest& req);
   // only_uid < 0: every job's steps.
   Result<v1::ListResponse> list(uint32_t job_id, int64_t only_uid);
 

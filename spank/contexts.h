@@ -18,6 +18,8 @@ int local_init_post_opt(spank_t sp);
 int remote_init_post_opt(spank_t sp);
 int remote_task_init_privileged(spank_t sp);
 int remote_task_init(spank_t sp);
+int remote_task_post_fork(spank_t sp);
+int remote_task_exit(spank_t sp);
 int remote_exit(spank_t sp);
 int slurmd_job_epilog(spank_t sp);
 

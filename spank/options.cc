@@ -95,7 +95,8 @@ const std::vector<OptionDef>& option_defs() {
        "[crisp] job environment variables that override the image's"},
       {"container-name", "NAME", "NAME[:auto|create|exec|no_exec]", nullptr,
        "[crisp] keep the container after the step and reuse it in later steps of the job"},
-      {"container-save", "SAVE", "PATH", nullptr, "[crisp] not supported: containerd's CRI cannot export a container"},
+      {"container-save", "SAVE", "PATH", nullptr,
+       "[crisp] when the step ends, save the container's filesystem to PATH as a squashfs image"},
       {"container-mount-home", "MOUNT_HOME", nullptr, "1", "[crisp] bind-mount your home directory"},
       {"no-container-mount-home", "MOUNT_HOME", nullptr, "0", "[crisp] do not bind-mount your home directory"},
       {"container-remap-root", "REMAP_ROOT", nullptr, "1",
@@ -127,8 +128,10 @@ Status validate_option(const std::string& key, const std::string& value) {
   } else if (key == "UNSHARE") {
     if (auto r = parse_unshare(value); !r) return r.take_error();
   } else if (key == "SAVE") {
-    return fail("--container-save is not supported: containerd's CRI cannot export a container's filesystem; "
-                "build the image with your usual tools and push it to a registry");
+    if (value.empty() || value.back() == '/')
+      return fail("invalid --container-save '" + value + "': it must name a file, not a directory");
+    if (value.find('\0') != std::string::npos || value.size() >= 4096)
+      return fail("invalid --container-save: not a usable path");
   }
   return Ok{};
 }
@@ -179,6 +182,7 @@ Result<ContainerOptions> validate_options(const RawOptions& raw, const PluginCon
   }
   if (auto m = value_of(raw, "MOUNTS")) out.mounts = *parse_mounts(*m);
   if (auto w = value_of(raw, "WORKDIR")) out.workdir = *w;
+  if (auto p = value_of(raw, "SAVE")) out.save_path = *p;
   if (auto e = value_of(raw, "ENV")) out.env_names = *parse_env_names(*e);
   out.mount_home = flag_on(raw, "MOUNT_HOME");
   out.remap_root = flag_on(raw, "REMAP_ROOT");

@@ -51,6 +51,7 @@ struct ContainerOptions {
   std::string image_file;  // --container-image=PATH (a squashfs file), as given
   std::vector<MountSpec> mounts;
   std::string workdir;
+  std::string save_path;  // --container-save, as given
   std::vector<std::string> env_names;
   std::string name;  // empty: the container goes with the step
   NameMode mode = NameMode::kAuto;

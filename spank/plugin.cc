@@ -95,6 +95,14 @@ __attribute__((visibility("default"))) int slurm_spank_task_init(spank_t sp, int
   return spank_remote(sp) ? crisp::remote_task_init(sp) : 0;
 }
 
+__attribute__((visibility("default"))) int slurm_spank_task_post_fork(spank_t sp, int, char**) {
+  return spank_remote(sp) ? crisp::remote_task_post_fork(sp) : 0;
+}
+
+__attribute__((visibility("default"))) int slurm_spank_task_exit(spank_t sp, int, char**) {
+  return spank_remote(sp) ? crisp::remote_task_exit(sp) : 0;
+}
+
 __attribute__((visibility("default"))) int slurm_spank_exit(spank_t sp, int, char**) {
   return spank_remote(sp) ? crisp::remote_exit(sp) : 0;
 }

@@ -11,6 +11,7 @@
 #include "common/client.h"
 #include "common/env.h"
 #include "common/layout.h"
+#include "common/mount_spec.h"
 #include "common/slurm_ids.h"
 #include "common/strings.h"
 #include "spank/contexts.h"
@@ -32,7 +33,11 @@ struct StepState {
   v1::CreateStepResponse container;
   Fd ns_fd;  // the mount namespace the tasks enter: the step's own (its keeper's), else the container's
   Fd user_ns, net_ns, ipc_ns, uts_ns;  // the keeper's, as the response asks
+  uint32_t tasks_started = 0, tasks_exited = 0;  // this node's, as slurmstepd forks and reaps them
 };
+
+// crispd's own limit on a save (--container-save of a large container), and some.
+constexpr int kSaveTimeoutS = 1860;
 
 StepState& step_state() {
   static StepState s;
@@ -227,6 +232,44 @@ int remote_task_init(spank_t sp) {
   }
   if (st.step.uid != 0)
     if (auto s = fake_id_calls(); !s) return fail_task(sp, s.error());
+  return 0;
+}
+
+int remote_task_post_fork(spank_t) {
+  step_state().tasks_started++;
+  return 0;
+}
+
+// --container-save, by the node's last task to exit, as Pyxis does: each node saves its container.
+static void save_container(StepState& st) {
+  const std::string& given = st.opts.save_path;
+  if (given.front() != '/' && st.step.workdir.empty())
+    return seam::stepd_error("--container-save=" + given + ": the job's directory is unknown; give an absolute path");
+  v1::Request req;
+  v1::SaveStepRequest* save = req.mutable_save_step();
+  save->set_job_id(st.step.job_id);
+  save->set_step_id(st.step.step_id);
+  save->set_container_id(st.container.container_id());
+  save->set_uid(st.step.uid);
+  save->set_gid(st.step.gid);
+  for (uint32_t g : st.step.groups) save->add_supplementary_gids(g);
+  save->set_path(given.front() == '/' ? given : normalize_path(st.step.workdir + "/" + given));
+  auto resp = call_agent(plugin_state().config.socket, req, std::chrono::seconds(kSaveTimeoutS));
+  if (!resp) return seam::stepd_error(resp.error());
+  seam::daemon_log("saved the container to " + save->path() + " (" + std::to_string(resp->save_step().bytes()) +
+                   " bytes in " + std::to_string(resp->save_step().ms()) + " ms)");
+}
+
+int remote_task_exit(spank_t sp) {
+  StepState& st = step_state();
+  if (!st.active || st.opts.save_path.empty()) return 0;
+  uint32_t tasks = seam::local_task_count(sp);
+  if (++st.tasks_exited != tasks || !st.created || !st.error.empty()) return 0;
+  if (st.tasks_started < tasks) {
+    seam::stepd_error("--container-save skipped: not all of the step's tasks on this node started");
+    return 0;
+  }
+  save_container(st);
   return 0;
 }
 

@@ -70,6 +70,11 @@ std::vector<std::string> job_env(spank_t sp) {
   return out;
 }
 
+uint32_t local_task_count(spank_t sp) {
+  uint32_t n = 0;
+  return spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &n) == ESPANK_SUCCESS ? n : 0;
+}
+
 int local_task_id(spank_t sp) {
   int id = -1;
   if (spank_get_item(sp, S_TASK_ID, &id) != ESPANK_SUCCESS) return -1;
@@ -131,6 +136,8 @@ void user_output(const std::string& text) {
 }
 
 void user_error(const std::string& message) { user_output("crisp: " + message + "\n"); }
+
+void stepd_error(const std::string& message) { slurm_error("crisp: %s", message.c_str()); }
 
 void daemon_log(const std::string& message) { slurm_info("crisp: %s", message.c_str()); }
 

@@ -16,6 +16,8 @@ namespace crisp::seam {
 Result<StepContext> read_step(spank_t sp);
 std::vector<std::string> job_env(spank_t sp);
 int local_task_id(spank_t sp);
+// The step's tasks on this node; 0 when Slurm does not say.
+uint32_t local_task_count(spank_t sp);
 Status apply_env(spank_t sp, const std::vector<EnvEdit>& edits);
 Result<uint32_t> job_id(spank_t sp);
 
@@ -29,6 +31,9 @@ Result<std::string> pmix_spool_dir(uint32_t job_id, uint32_t step_id);
 void user_error(const std::string& message);
 // Output the user asked for (the entrypoint's log), on the task's stderr.
 void user_output(const std::string& text);
+// An error slurmstepd itself reports (after the tasks, as --container-save's):
+// its log, and the user's srun.
+void stepd_error(const std::string& message);
 // Logged by the Slurm daemon we run in (slurmd's or slurmstepd's log).
 void daemon_log(const std::string& message);
 

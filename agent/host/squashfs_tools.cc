@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include "agent/host/entrypoint.h"
+#include "common/fd.h"
+#include "common/strings.h"
 #include "common/subprocess.h"
 
 // glibc 2.36's <sys/mount.h> lacks the new mount API's structure.
@@ -24,9 +27,11 @@ struct MountAttr {  // linux/mount.h's struct mount_attr
 };
 
 // The user's ids, taken in the child just before exec (system calls only).
+// Raw system calls, as user_access.cc's child: glibc's wrappers would signal threads the child lacks.
 bool become(const UserCreds& creds, const std::vector<gid_t>& groups) {
-  return setgroups(groups.size(), groups.data()) == 0 && setresgid(creds.gid, creds.gid, creds.gid) == 0 &&
-         setresuid(creds.uid, creds.uid, creds.uid) == 0;
+  return syscall(SYS_setgroups, groups.size(), groups.data()) == 0 &&
+         syscall(SYS_setresgid, creds.gid, creds.gid, creds.gid) == 0 &&
+         syscall(SYS_setresuid, creds.uid, creds.uid, creds.uid) == 0;
 }
 
 Status run_tool(const char* what, ProcessSpec spec) {
@@ -74,14 +79,23 @@ std::string cat_as_user(const UserCreds& creds, int image, const std::string& pa
   return ran && ran->succeeded() ? ran->out : std::string();
 }
 
-Status mksquash_as_user(const UserCreds& creds, int root, int out, std::chrono::seconds timeout) {
+Status mksquash_as_user(const UserCreds& creds, int container_ns, int out, std::chrono::seconds timeout) {
   std::vector<gid_t> groups(creds.groups.begin(), creds.groups.end());
+  Fd own(open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC));
+  if (!own) return fail("cannot open crispd's mount namespace: " + errno_text(errno));
   ProcessSpec spec;
   spec.argv = {kMksquashfs, ".", "/proc/self/fd/3", "-noappend", "-all-root", "-no-progress", "-quiet",
                "-no-xattrs", "-wildcards", "-e", "dev/*"};
   spec.pass_fd = out;
   spec.timeout = timeout;
-  spec.prepare = [&] { return fchdir(root) == 0 && become(creds, groups); };
+  // The container's root cloned alone (its /proc, /dev, binds stay out), then back in the node's
+  // namespace: the program and its libraries are the node's, never the image's.
+  spec.prepare = [&] {
+    if (setns(container_ns, CLONE_NEWNS) != 0) return false;
+    int root = static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, "/", OPEN_TREE_CLONE));
+    return root >= 0 && setns(own.get(), CLONE_NEWNS) == 0 && fchdir(root) == 0 && close(root) == 0 &&
+           become(creds, groups);
+  };
   return run_tool("mksquashfs", std::move(spec));
 }
 

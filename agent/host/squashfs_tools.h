@@ -25,9 +25,10 @@ Status unsquash_as_user(const UserCreds& creds, int image, const std::string& di
 std::string cat_as_user(const UserCreds& creds, int image, const std::string& path, size_t max_bytes,
                         std::chrono::seconds timeout);
 
-// Writes the tree of root (a mount: the container's root, none of its mounts
-// on it) as a squashfs to out (a file the user opened for writing), as the
-// user: every file root's in the image, /dev empty, as enroot's export does.
-Status mksquash_as_user(const UserCreds& creds, int root, int out, std::chrono::seconds timeout);
+// Writes the root filesystem of the container whose mount namespace is
+// container_ns (its root alone, none of the mounts on it) as a squashfs to out
+// (a file the user opened for writing), as the user: every file root's in the
+// image, /dev empty, as enroot's export does. mksquashfs is the node's.
+Status mksquash_as_user(const UserCreds& creds, int container_ns, int out, std::chrono::seconds timeout);
 
 }  // namespace crisp

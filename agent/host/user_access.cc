@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -178,7 +179,7 @@ namespace {
 Result<UserPath> open_with_rights(const UserCreds& creds, const std::string& path, int flags,
                                   std::chrono::milliseconds timeout) {
   auto work = [&](int sock) {
-    int fd = open(path.c_str(), flags | O_CLOEXEC);
+    int fd = open(path.c_str(), flags | O_CLOEXEC, 0644);  // the mode only matters to O_CREAT
     if (fd < 0) return send_reply(sock, {errno, 0});
     send_reply(sock, {0, 0}, fd);
   };
@@ -210,6 +211,35 @@ Result<UserPath> resolve_as_user(const UserCreds& creds, const std::string& path
 Result<UserPath> open_as_user(const UserCreds& creds, const std::string& path, std::chrono::milliseconds timeout) {
   // O_NONBLOCK: a FIFO opens at once, for the caller to refuse.
   return open_with_rights(creds, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, timeout);
+}
+
+Result<UserPath> create_beside_as_user(const UserCreds& creds, const std::string& path,
+                                       std::chrono::milliseconds timeout) {
+  static std::atomic<uint64_t> serial{0};
+  size_t slash = path.find_last_of('/');
+  if (path.empty() || path.front() != '/' || slash == path.size() - 1) return fail(path + " is not a file's path");
+  std::string temp = path.substr(0, slash + 1) + "." + path.substr(slash + 1) + ".crisp-" + std::to_string(getpid()) +
+                     "-" + std::to_string(serial++);
+  auto made = open_with_rights(creds, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, timeout);
+  if (!made) return fail(made.error_kind(), "cannot write " + path + ": " + made.error().substr(temp.size() + 2));
+  made->path = temp;
+  return made;
+}
+
+Status rename_as_user(const UserCreds& creds, const std::string& from, const std::string& to,
+                      std::chrono::milliseconds timeout) {
+  auto work = [&](int sock) { send_reply(sock, {rename(from.c_str(), to.c_str()) == 0 ? 0 : errno, 0}); };
+  Fd unused;
+  auto reply = run_as_user(creds, work, nullptr, 0, unused, timeout);
+  if (!reply) return fail(to + ": the renaming process " + reply.error());
+  if (reply->err != 0) return fail("cannot replace " + to + ": " + errno_text(reply->err));
+  return Ok{};
+}
+
+void unlink_as_user(const UserCreds& creds, const std::string& path, std::chrono::milliseconds timeout) {
+  auto work = [&](int sock) { send_reply(sock, {unlink(path.c_str()) == 0 ? 0 : errno, 0}); };
+  Fd unused;
+  (void)run_as_user(creds, work, nullptr, 0, unused, timeout);
 }
 
 Result<std::string> home_of(uint32_t uid) {

@@ -51,6 +51,17 @@ Result<UserPath> resolve_as_user(const UserCreds& creds, const std::string& path
 Result<UserPath> open_as_user(const UserCreds& creds, const std::string& path,
                               std::chrono::milliseconds timeout = kUserAccessTimeout);
 
+// A new file beside path (".NAME.crisp-PID-N" in its directory), created by the
+// user for writing (0644, theirs), to become path by rename_as_user once whole.
+// Errors name path: its directory missing, not the user's to write, path ending in "/".
+Result<UserPath> create_beside_as_user(const UserCreds& creds, const std::string& path,
+                                       std::chrono::milliseconds timeout = kUserAccessTimeout);
+// rename(2) and unlink(2) by the user.
+Status rename_as_user(const UserCreds& creds, const std::string& from, const std::string& to,
+                      std::chrono::milliseconds timeout = kUserAccessTimeout);
+void unlink_as_user(const UserCreds& creds, const std::string& path,
+                    std::chrono::milliseconds timeout = kUserAccessTimeout);
+
 // The user's home directory, from the password database.
 Result<std::string> home_of(uint32_t uid);
 

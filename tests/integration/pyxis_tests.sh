@@ -130,8 +130,8 @@ test_environment_variables() {
 
 test_unsupported_and_malformed_options() {
   local before; before=$(last_job)
-  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-save=/tmp/x.sqsh true
-  expect_crisp_error "--container-save" "crisp: --container-save is not supported: containerd's CRI cannot export"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-save=/tmp/ true
+  expect_crisp_error "--container-save to a directory" "crisp: invalid --container-save '/tmp/': it must name a file"
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-name='bad/name' true
   expect_crisp_error "bad name" "crisp: invalid --container-name 'bad/name'"
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-name=x:sometimes true

@@ -108,3 +108,35 @@ test_squashfs_cancelled_step_frees_the_file() {
   expect "scancel: the loop device is freed with the container" wait_until 20 no_loop_for "$SQSH"
   expect "... and the CRI holds nothing of the job" wait_until 10 no_cri_objects "$job"
 }
+
+# --container-save: import (an admin's file) - export - import - export: what each step
+# wrote is in the next image, with the image's Env and WorkingDir; the files are the user's.
+test_container_save_cycle() {
+  rm -f "$WORK"/gen*.sqsh
+  run as_user "${SRUN[@]}" -n2 --container-image="$SQSH" --container-save=./gen1.sqsh sh -c 'echo one >/first'
+  expect "the first save is the user's file, in the job's directory" equals "$(stat -c %U "$WORK/gen1.sqsh" 2>&1)" "$TEST_USER"
+  expect "... without /dev's contents" equals "$(unsquashfs -l "$WORK/gen1.sqsh" | grep -c '^squashfs-root/dev/.')" 0
+  run as_user env PYXIS_CONTAINER_SAVE="$WORK/gen2.sqsh" "${SRUN[@]}" --container-image=./gen1.sqsh \
+    sh -c 'cat /first; echo two >/second'
+  expect "the second step ran from the first save" equals "$OUT" "one"
+  echo stale >"$WORK/gen3.sqsh" && chown "$TEST_USER:" "$WORK/gen3.sqsh"
+  run as_user "${SRUN[@]}" --container-image=./gen2.sqsh --container-save=./gen3.sqsh true
+  run as_user "${SRUN[@]}" --container-image=./gen3.sqsh sh -c 'cat /first /second; echo "$CRISP_IMAGE $(pwd)"'
+  expect "the third image holds both steps' files, the image's Env and WorkingDir; the old file replaced" \
+    equals "$OUT" $'one\ntwo\ndebian.sqsh /workspace'
+  expect "no temporary file is left beside them" equals "$(ls -A "$WORK" | grep -c '\.crisp-')" 0
+}
+
+test_container_save_errors_get_one_line() {
+  run as_user "${SRUN[@]}" --container-image="$SQSH" --container-save=/etc/crisp-it.sqsh true
+  expect "a directory the user cannot write: one line" contains "$ERR" "crisp: --container-save: cannot write /etc/crisp-it.sqsh: Permission denied"
+  expect "... and nothing written" equals "$(ls /etc | grep -c crisp-it)" 0
+  run as_user "${SRUN[@]}" --container-image="$SQSH" --container-save="$WORK/" true
+  expect_crisp_error "a path ending in /" "it must name a file, not a directory"
+  local full=/var/tmp/crisp-it/full
+  mkdir -p "$full" && mount -t tmpfs -o size=2m tmpfs "$full" && chmod 1777 "$full"
+  run as_user "${SRUN[@]}" --container-image="$SQSH" --container-save="$full/x.sqsh" true
+  expect "a disk that fills: one line" contains "$ERR" "No space left on device"
+  expect "... and nothing left there" equals "$(ls -A "$full")" ""
+  umount "$full"
+}

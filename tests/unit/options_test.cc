@@ -71,7 +71,7 @@ TEST(Options, NameAloneIsEnoughToAttach) {
   EXPECT_EQ(r->mode, crisp::NameMode::kExec);
 }
 
-TEST(Options, ConflictsAndUnsupported) {
+TEST(Options, ConflictsAndSavePaths) {
   auto both = crisp::validate_options(raw_of({{"IMAGE", "busybox"}, {"WRITABLE", "1"}, {"READONLY", "1"}}), kDefaults);
   ASSERT_FALSE(both.ok());
   EXPECT_EQ(both.error(), "--container-writable and --container-readonly conflict: give one of them");
@@ -84,9 +84,14 @@ TEST(Options, ConflictsAndUnsupported) {
   auto off = crisp::validate_options(raw_of({{"IMAGE", "busybox"}, {"ENTRYPOINT", "0"}}), entry_on);
   ASSERT_TRUE(off.ok());
   EXPECT_FALSE(off->entrypoint);
-  auto save = crisp::validate_option("SAVE", "/tmp/x.sqsh");
-  ASSERT_FALSE(save.ok());
-  EXPECT_NE(save.error().find("--container-save is not supported"), std::string::npos);
+  EXPECT_TRUE(crisp::validate_option("SAVE", "/tmp/x.sqsh").ok());
+  EXPECT_TRUE(crisp::validate_option("SAVE", "./x.sqsh").ok());
+  auto dir = crisp::validate_option("SAVE", "/tmp/");
+  ASSERT_FALSE(dir.ok());
+  EXPECT_EQ(dir.error(), "invalid --container-save '/tmp/': it must name a file, not a directory");
+  auto saved = crisp::validate_options(raw_of({{"IMAGE", "busybox"}, {"SAVE", "out.sqsh"}}), kDefaults);
+  ASSERT_TRUE(saved.ok());
+  EXPECT_EQ(saved->save_path, "out.sqsh");
 }
 
 TEST(Options, EachOptionValidatedAlone) {

@@ -1,0 +1,53 @@
+// StepManager::save_step: --container-save, the container's root filesystem
+// written as a squashfs where the user asked, with their rights alone.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+
+#include "agent/cri/labels.h"
+#include "agent/host/squashfs_tools.h"
+#include "agent/host/user_access.h"
+#include "agent/step_manager.h"
+#include "common/log.h"
+#include "common/slurm_ids.h"
+#include "common/strings.h"
+
+namespace crisp {
+
+Result<v1::SaveStepResponse> StepManager::save_step(const v1::SaveStepRequest& req) {
+  auto t0 = std::chrono::steady_clock::now();
+  // slurmstepd names its own container; the labels must agree that it is the user's.
+  auto status = cri_.container_status(req.container_id(), true);
+  if (!status) return fail("cannot find the step's container to save it: " + status.error());
+  const auto& labels = status->status().labels();
+  if (labels::value_of(labels, labels::kManaged) != "true" || labels::number_of(labels, labels::kUid) != req.uid())
+    return fail("the container " + req.container_id().substr(0, 12) + " is not this step's");
+  auto pid = parse_container_pid({status->info().begin(), status->info().end()});
+  if (!pid) return fail("the step's container is not running: " + pid.error());
+  Fd ns(open(("/proc/" + std::to_string(*pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!ns) return fail("cannot open the container's mount namespace: " + errno_text(errno));
+  UserCreds creds{req.uid(), req.gid(), {req.supplementary_gids().begin(), req.supplementary_gids().end()}};
+  auto out = create_beside_as_user(creds, req.path());
+  if (!out) return fail("--container-save: " + out.error());
+  Status saved = mksquash_as_user(creds, ns.get(), out->fd.get(), settings_.save_timeout);
+  struct stat st {};
+  if (saved && fstat(out->fd.get(), &st) != 0) saved = fail("fstat: " + errno_text(errno));
+  out->fd.reset();
+  if (saved) saved = rename_as_user(creds, out->path, req.path());
+  if (!saved) {
+    unlink_as_user(creds, out->path);
+    return fail("--container-save to " + req.path() + " failed: " + saved.error());
+  }
+  v1::SaveStepResponse r;
+  r.set_bytes(static_cast<uint64_t>(st.st_size));
+  r.set_ms(static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()));
+  log_info("saved the container of " + slurm::step_text(req.job_id(), req.step_id()) + " (uid " +
+           std::to_string(req.uid()) + ") to " + req.path() + ": " + std::to_string(r.bytes()) + " bytes in " +
+           std::to_string(r.ms()) + " ms");
+  return r;
+}
+
+}  // namespace crisp
