@@ -19,12 +19,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the file backend)
 
 P = argparse.ArgumentParser()
-for flag in ("--out", "--registry", "--user", "--containerd", "--crispd-pid", "--bundle", "--host-compute", "--crispctl"):
+for flag in ("--out", "--registry", "--user", "--containerd", "--crispd-pid", "--bundle", "--host-compute", "--crispctl",
+             "--sqsh-small", "--sqsh-large"):
     P.add_argument(flag, required=True)
 P.add_argument("--runs", type=int, default=20)
 P.add_argument("--cold-runs", type=int, default=3)
 P.add_argument("--compute-runs", type=int, default=9)
 P.add_argument("--concurrent", type=int, default=32)
+P.add_argument("--save-runs", type=int, default=2)
 A = P.parse_args()
 
 SMALL = f"{A.registry}/crisp-bench/small:1"
@@ -97,6 +99,8 @@ launch = interleave([
     ("bare srun", srun("/bin/true"), True),
     ("crisp, new job (5 MB image)", srun(f"--container-image={SMALL}", "/bin/true"), True),
     ("crisp, new job (560 MB image)", srun(f"--container-image={LARGE}", "/bin/true"), True),
+    ("crisp, new job (5 MB squashfs)", srun(f"--container-image={A.sqsh_small}", "/bin/true"), True),
+    ("crisp, new job (2 GB squashfs)", srun(f"--container-image={A.sqsh_large}", "/bin/true"), True),
     ("Slurm --container (oci.conf, runc)", srun(f"--container={A.bundle}", "/bin/true"), True),
     ("srun ctr run --rm", lambda r: srun(*CTR, "-n", "crisp-bench", "run", "--rm", SMALL, f"crisp-bench-{os.getpid()}-{r}",
                                          "/bin/true"), False),
@@ -165,6 +169,15 @@ samples.append(("crispd-rss", "peak under load", round(peak[0], 2), "MB"))
 run(["srun", "--jobid", job, "--overlap", *A.crispctl.split(), "rm", "bench"])
 subprocess.run(["scancel", job], check=True)
 
+# 3b: --container-save of the 560 MB image's container, the srun's time less a launch's.
+saves = []
+for r in range(A.save_runs):
+    out = os.path.join(WORK, f"save-{r}.sqsh")
+    ms, _ = run(srun(f"--container-image={LARGE}", f"--container-save={out}", "/bin/true"))
+    saves.append(ms - statistics.median(launch["crisp, new job (560 MB image)"]))
+    samples.append(("save", "560 MB image's container", round(saves[-1], 3), "ms"))
+    os.unlink(out)
+
 # 3: time to first task, uncached 560 MB image; every copy of it is removed before each try.
 def inspect(ref):
     return json.loads(subprocess.run(["skopeo", "inspect", "--tls-verify=false", f"docker://{ref}"],
@@ -215,6 +228,12 @@ def lat(name):
 bare, crisp_new = lat("bare srun"), lat("crisp, new job (5 MB image)")
 ratio = {k: statistics.median(v["crisp"]) / statistics.median(v["bare"]) for k, v in compute.items()}
 targets = [
+    ("2 GB squashfs within 10 % of 5 MB squashfs (p50)",
+     f"{lat('crisp, new job (2 GB squashfs)') / lat('crisp, new job (5 MB squashfs)') - 1:+.1%}",
+     abs(lat("crisp, new job (2 GB squashfs)") / lat("crisp, new job (5 MB squashfs)") - 1) <= 0.10),
+    ("squashfs launches within 20 ms of the registry image's (p50)",
+     f"{lat('crisp, new job (5 MB squashfs)') - crisp_new:+.0f} / {lat('crisp, new job (2 GB squashfs)') - crisp_new:+.0f} ms",
+     max(lat("crisp, new job (5 MB squashfs)"), lat("crisp, new job (2 GB squashfs)")) <= crisp_new + 20),
     ("crisp new job ≤ 1.6 × bare srun (p50)", f"{crisp_new / bare:.2f} ×", crisp_new <= 1.6 * bare),
     ("crisp new job below Slurm --container (p50)", f"{crisp_new:.0f} vs {lat('Slurm --container (oci.conf, runc)'):.0f} ms",
      crisp_new < lat("Slurm --container (oci.conf, runc)")),
@@ -236,6 +255,10 @@ targets = [
 lines = [f"Launch of `/bin/true` ({A.runs} runs each, interleaved), both images cached:", "",
          "| variant | p50 ms | p90 ms |", "|---|---:|---:|"]
 lines += [f"| {k} | {statistics.median(v):.0f} | {pct(v, 90):.0f} |" for k, v in launch.items()]
+lines += ["", f"A squashfs file's launch against Pyxis + enroot with squashfuse on a machine like this one "
+          f"(1.19 s, ../shared/DESIGN.md): {1190 / lat('crisp, new job (2 GB squashfs)'):.1f} × faster (2 GB file), "
+          f"{1190 / lat('crisp, new job (5 MB squashfs)'):.1f} × (5 MB). `--container-save` of the 560 MB image's "
+          f"container: {statistics.median(saves) / 1000:.1f} s (srun's time less a launch, median of {A.save_runs})."]
 lines += ["", f"Time to first task, 560 MB image from the local registry, its 550 MB of own layers uncached "
           f"({A.cold_runs} runs, median):", "",
           "| variant | s |", "|---|---:|"]

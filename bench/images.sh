@@ -2,7 +2,9 @@
 # Builds bench/'s images into the dev registry, once (kept while the registry's are):
 #   crisp-bench/small   the busybox test image + bench/compute + 3 MB of data   (~6 MB)
 #   crisp-bench/large   small + five layers of 110 MB of incompressible data  (~560 MB)
-# and the host copy of the compute binary, $BENCH_DIR/compute (the image's own file).
+# the host copy of the compute binary, $BENCH_DIR/compute (the image's own file), and as
+# squashfs files (root's, as an admin stages them): $BENCH_DIR/small.sqsh (the small image)
+# and $BENCH_DIR/large.sqsh (the small image + 2 GB of incompressible data).
 source "$(dirname "$0")/../dev/lib.sh"
 source "$CRISP_SRC/dev/images/oci.sh"
 
@@ -11,7 +13,7 @@ SMALL=crisp-bench/small:1 LARGE=crisp-bench/large:1
 mkdir -p "$BENCH_DIR"
 # The binary's content decides whether the images are current.
 gcc -O2 -static -Wall -Wextra -Werror -o "$BENCH_DIR/compute.new" "$CRISP_SRC/bench/compute.c"
-if cmp -s "$BENCH_DIR/compute.new" "$BENCH_DIR/compute" &&
+if cmp -s "$BENCH_DIR/compute.new" "$BENCH_DIR/compute" && [[ -f $BENCH_DIR/large.sqsh ]] &&
   skopeo inspect --tls-verify=false "docker://$REGISTRY/$LARGE" >/dev/null 2>&1; then
   rm "$BENCH_DIR/compute.new"
   exit 0
@@ -30,6 +32,15 @@ head -c 3M /dev/urandom >"$work/add/data/small.bin"
 oci_add_layer base small "$work/add"
 umoci config --image "$OCI_DIR:small" --config.env=PATH=/usr/local/bin:/usr/bin:/bin
 oci_push small "$SMALL"
+say "building $BENCH_DIR/small.sqsh and large.sqsh"
+umoci unpack --image "$OCI_DIR:small" "$work/bundle" >/dev/null
+mksquashfs "$work/bundle/rootfs" "$BENCH_DIR/small.sqsh" -all-root -noappend -quiet >/dev/null
+mkdir -p "$work/bundle/rootfs/data/large"
+for i in 1 2 3 4; do head -c 512M /dev/urandom >"$work/bundle/rootfs/data/large/$i.bin"; done
+# Incompressible: stored as it is, not compressed (mksquashfs would try, and keep it as it is).
+mksquashfs "$work/bundle/rootfs" "$BENCH_DIR/large.sqsh" -all-root -noappend -quiet -noD -noF >/dev/null
+rm -rf "$work/bundle"
+chmod 0644 "$BENCH_DIR/small.sqsh" "$BENCH_DIR/large.sqsh"
 prev=small
 for i in 1 2 3 4 5; do
   rm -rf "$work/add" && mkdir -p "$work/add/data"
