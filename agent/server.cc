@@ -269,6 +269,10 @@ v1::Response Server::handle(const v1::Request& req, const Peer& peer) {
     case v1::Request::kSaveStep:
       if (auto r = root_only("saving a container")) return *r;
       return answer(steps_.save_step(req.save_step()), &v1::Response::mutable_save_step);
+    case v1::Request::kImport:
+      // Any user, into their own file, with their own registry credentials.
+      return answer(steps_.import_image(peer.uid, peer.gid, req.import().image(), req.import().path()),
+                    &v1::Response::mutable_import);
     case v1::Request::kRemoveNamed:
       // A user's own containers only; root may name anyone's.
       return answer(steps_.remove_named(peer.uid == 0 ? req.remove_named().uid() : peer.uid, req.remove_named().name()),

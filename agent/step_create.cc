@@ -86,25 +86,6 @@ v1::BindMount bind_mount(const std::string& source, const std::string& target, b
   return m;
 }
 
-// Removes a created container unless the create succeeds.
-class ContainerGuard {
- public:
-  ContainerGuard(StepManager& steps, std::string id) : steps_(steps), id_(std::move(id)) {}
-  ~ContainerGuard() {
-    if (id_.empty()) return;
-    cri::Container c;
-    c.set_id(id_);
-    v1::ReleaseResponse undo;
-    (void)steps_.remove_containers({c}, undo);
-  }
-  ContainerGuard(const ContainerGuard&) = delete;
-  ContainerGuard& operator=(const ContainerGuard&) = delete;
-  void keep() { id_.clear(); }
-
- private:
-  StepManager& steps_;
-  std::string id_;
-};
 
 }  // namespace
 
@@ -500,12 +481,21 @@ void StepManager::remove_stale_step(const v1::CreateStepRequest& req) {
 }
 
 // The container in the user's sandbox (made if missing); an empty sandbox is left to the sweep on failure.
-Result<std::string> StepManager::make_container(const v1::CreateStepRequest& req, Plan& plan, PhaseClock& clock) {
+Result<std::string> StepManager::create_in_user_sandbox(uint32_t uid, const std::string& user,
+                                                        const StepContainerInput& in, PhaseClock* clock) {
   // Under the user's lock until the container is in the sandbox: an empty one may be the sweep's.
-  auto user_lock = lock_user(req.uid());
-  auto sandbox = find_or_run_user_sandbox(req.uid(), req.user());
+  auto user_lock = lock_user(uid);
+  auto sandbox = find_or_run_user_sandbox(uid, user);
   if (!sandbox) return sandbox.take_error();
-  clock.lap("sandbox");
+  if (clock) clock->lap("sandbox");
+  auto id = cri_.create_container(sandbox->id(), build_step_container(in, settings_.node),
+                                  build_user_sandbox_config(uid, user, settings_.node));
+  touch_sandbox(sandbox->id());
+  if (!id) return fail("cannot create the step's container from " + in.image + ": " + id.error());
+  return id;
+}
+
+Result<std::string> StepManager::make_container(const v1::CreateStepRequest& req, Plan& plan, PhaseClock& clock) {
   if (plan.image_root || plan.image_to_extract) {
     auto info = cri_.status_info();
     auto image = info ? parse_sandbox_image(*info) : Result<std::string>(info.take_error());
@@ -515,21 +505,23 @@ Result<std::string> StepManager::make_container(const v1::CreateStepRequest& req
     if (!image) return fail("cannot find the runtime's sandbox image for a squashfs image's container: " + image.error());
     plan.in.cri_image = *image;
   }
-  auto id = cri_.create_container(sandbox->id(), build_step_container(plan.in, settings_.node),
-                                  build_user_sandbox_config(req.uid(), req.user(), settings_.node));
-  touch_sandbox(sandbox->id());
-  user_lock.unlock();
-  if (!id) return fail("cannot create the step's container from " + plan.in.image + ": " + id.error());
+  auto id = create_in_user_sandbox(req.uid(), req.user(), plan.in, &clock);
+  if (!id) return id.take_error();
   clock.lap("create");
   plan.container_id = *id;
   return id;
 }
 
-Status StepManager::start_container(Plan& plan) {
-  if (auto s = cri_.start_container(plan.container_id); !s)
-    return fail("cannot start the step's container from " + plan.in.image + ": " + s.error());
-  auto pid = holder_pid(plan.container_id);
+Result<int> StepManager::start_and_find_holder(const std::string& id, const std::string& image) {
+  if (auto s = cri_.start_container(id); !s) return fail("cannot start the step's container from " + image + ": " + s.error());
+  auto pid = holder_pid(id);
   if (!pid) return fail("the step's container did not start: " + pid.error());
+  return pid;
+}
+
+Status StepManager::start_container(Plan& plan) {
+  auto pid = start_and_find_holder(plan.container_id, plan.in.image);
+  if (!pid) return pid.take_error();
   plan.pid = *pid;
   return Ok{};
 }

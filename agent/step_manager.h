@@ -96,6 +96,8 @@ class StepManager {
   Result<v1::ReleaseResponse> remove_named(uint32_t uid, const std::string& name);
   // --container-save (step_save.cc).
   Result<v1::SaveStepResponse> save_step(const v1::SaveStepRequest& req);
+  // crispctl import: image as a squashfs at path, the caller's file (image_import.cc).
+  Result<v1::ImportResponse> import_image(uint32_t uid, uint32_t gid, const std::string& image, const std::string& path);
   // only_uid < 0: every job's steps.
   Result<v1::ListResponse> list(uint32_t job_id, int64_t only_uid);
 
@@ -176,7 +178,15 @@ class StepManager {
   Result<std::vector<unsigned>> granted_gpus(const v1::CreateStepRequest& req);
   Status stage_mounts(const v1::CreateStepRequest& req, Plan& plan, HostArtifacts& host);
   Result<std::string> make_container(const v1::CreateStepRequest& req, Plan& plan, PhaseClock& clock);
+  Result<std::string> create_in_user_sandbox(uint32_t uid, const std::string& user, const StepContainerInput& in,
+                                             PhaseClock* clock);
+  Result<int> start_and_find_holder(const std::string& id, const std::string& image);
   Status start_container(Plan& plan);
+  struct ImportContainer {
+    std::string id;
+    int pid = 0;
+  };
+  Result<ImportContainer> make_import_container(const StepContainerInput& in);  // image_import.cc
   Status wait_for_holder(const v1::CreateStepRequest& req, Plan& plan);
   Status run_hooks(const Plan& plan);
   Status give_rootfs(const v1::CreateStepRequest& req, const Plan& plan);
@@ -195,6 +205,26 @@ class StepManager {
   std::map<std::string, std::vector<RunningStep>> running_;  // by container id
   std::mutex holders_mu_;
   std::map<std::string, Fd> holders_;  // pidfds
+};
+
+// Removes a created container unless kept (a create that succeeded).
+class ContainerGuard {
+ public:
+  ContainerGuard(StepManager& steps, std::string id) : steps_(steps), id_(std::move(id)) {}
+  ~ContainerGuard() {
+    if (id_.empty()) return;
+    cri::Container c;
+    c.set_id(id_);
+    v1::ReleaseResponse undo;
+    (void)steps_.remove_containers({c}, undo);
+  }
+  ContainerGuard(const ContainerGuard&) = delete;
+  ContainerGuard& operator=(const ContainerGuard&) = delete;
+  void keep() { id_.clear(); }
+
+ private:
+  StepManager& steps_;
+  std::string id_;
 };
 
 }  // namespace crisp

@@ -1,4 +1,5 @@
 // crispctl: the admin's view of crispd on this node.
+#include <limits.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -47,6 +48,11 @@ int main(int argc, char** argv) {
   int pull_timeout = 1800;
   pull->add_option("IMAGE", image, "image reference, as for --container-image")->required();
   pull->add_option("--timeout", pull_timeout, "seconds to wait")->capture_default_str();
+  auto* import = app.add_subcommand("import", "write an image as a squashfs file of yours, as enroot import lays it out");
+  std::string file;
+  import->add_option("IMAGE", image, "image reference, as for --container-image")->required();
+  import->add_option("FILE", file, "the squashfs file to write (replaced if it exists)")->required();
+  import->add_option("--timeout", pull_timeout, "seconds to wait")->capture_default_str();
   auto* stats = app.add_subcommand("stats", "print crispd's counters");
   auto* rm = app.add_subcommand("rm", "remove a named container (--container-name) from this node");
   std::string name;
@@ -65,6 +71,17 @@ int main(int argc, char** argv) {
     req.mutable_pull()->set_image(image);
     if (int rc = call(socket, req, pull_timeout, resp)) return rc;
     std::cout << resp.pull().image_ref() << " ready in " << resp.pull().ms() << " ms\n";
+    return 0;
+  }
+  if (*import) {
+    // crispd does not know our directory.
+    char cwd[PATH_MAX];
+    if (!file.empty() && file.front() != '/' && getcwd(cwd, sizeof cwd)) file = std::string(cwd) + "/" + file;
+    req.mutable_import()->set_image(image);
+    req.mutable_import()->set_path(file);
+    if (int rc = call(socket, req, pull_timeout, resp)) return rc;
+    std::cout << resp.import().image_ref() << " -> " << file << " (" << resp.import().bytes() / 1000000 << " MB) in "
+              << resp.import().ms() << " ms\n";
     return 0;
   }
   if (*rm) {

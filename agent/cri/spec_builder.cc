@@ -165,6 +165,11 @@ Result<ImageConfig> parse_image_info(const std::map<std::string, std::string>& i
   out.entrypoint = strings_at(*config, "Entrypoint");
   out.cmd = strings_at(*config, "Cmd");
   if (auto wd = config->find("WorkingDir"); wd != config->end() && wd->is_string()) out.working_dir = *wd;
+  if (auto v = config->find("Volumes"); v != config->end() && v->is_object())
+    for (const auto& [path, _] : v->items()) out.volumes.push_back(path);
+  if (auto l = config->find("Labels"); l != config->end() && l->is_object())
+    for (const auto& [key, value] : l->items())
+      if (value.is_string()) out.labels.emplace_back(key, value.get<std::string>());
   return out;
 }
 

@@ -76,6 +76,8 @@ struct ImageConfig {
   std::vector<std::string> entrypoint;
   std::vector<std::string> cmd;
   std::string working_dir;
+  std::vector<std::string> volumes;                           // Volumes' keys
+  std::vector<std::pair<std::string, std::string>> labels;  // Labels with string values
 };
 
 // info is ImageStatusResponse.info: {"info": "<JSON with imageSpec.config>"}.

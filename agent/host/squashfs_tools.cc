@@ -85,7 +85,7 @@ Status mksquash_as_user(const UserCreds& creds, int container_ns, int out, std::
   if (!own) return fail("cannot open crispd's mount namespace: " + errno_text(errno));
   ProcessSpec spec;
   spec.argv = {kMksquashfs, ".", "/proc/self/fd/3", "-noappend", "-all-root", "-no-progress", "-quiet",
-               "-no-xattrs", "-wildcards", "-e", "dev/*"};
+               "-no-xattrs", "-wildcards", "-e", "dev/*", ".crisp"};
   spec.pass_fd = out;
   spec.timeout = timeout;
   // The container's root cloned alone (its /proc, /dev, binds stay out), then back in the node's

@@ -32,6 +32,42 @@ std::vector<std::string> parse_enroot_environment(const std::string& text) {
   return out;
 }
 
+std::string shell_quote(const std::string& word) {
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::vector<std::pair<std::string, std::string>> enroot_files(const EnrootImageConfig& config) {
+  auto words = [](const std::vector<std::string>& list) {
+    std::string out;
+    for (const std::string& w : list) out += " " + shell_quote(w);
+    return out;
+  };
+  std::string environment, fstab, rc;
+  for (const std::string& e : config.env)
+    if (e.find('\n') == std::string::npos) environment += e + "\n";
+  for (const std::string& v : config.volumes)
+    if (!v.empty() && v.front() == '/' && v.find_first_of(" \t\n") == std::string::npos)
+      fstab += "${ENROOT_ROOTFS}" + v + " " + v + " none x-create=dir,bind,rw,nosuid,nodev\n";
+  for (const auto& [key, value] : config.labels)
+    if ((key + value).find('\n') == std::string::npos) rc += "# " + key + " " + value + "\n";
+  if (!rc.empty()) rc += "\n";
+  std::vector<std::string> cmd = config.entrypoint.empty() && config.cmd.empty() ? std::vector<std::string>{"/bin/sh"}
+                                                                                 : config.cmd;
+  std::string dir = config.working_dir.empty() || config.working_dir.find('"') != std::string::npos ? "/" : config.working_dir;
+  rc += "mkdir -p \"" + dir + "\" 2> /dev/null\n"
+        "cd \"" + dir + "\" && unset OLDPWD || exit 1\n\n"
+        "if [ -s /etc/rc.local ]; then\n    . /etc/rc.local\nfi\n\n"
+        "if [ $# -gt 0 ]; then\n    exec" + words(config.entrypoint) + " \"$@\"\n"
+        "else\n    exec" + words(config.entrypoint) + words(cmd) + "\nfi\n";
+  return {{"/etc/environment", environment},
+          {"/etc/fstab", fstab},
+          {"/etc/rc", rc},
+          {"/etc/rc.local", "# This file is sourced by /etc/rc when the container starts.\n"
+                            "# It can be used to manipulate the entrypoint or the command of the container.\n"}};
+}
+
 std::string parse_enroot_workdir(const std::string& rc) {
   const std::string head = "cd \"", tail = "\" && unset OLDPWD || exit 1";
   for (const std::string& raw : split(rc, '\n')) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace crisp {
@@ -14,6 +15,18 @@ namespace crisp {
 // NAME=... are dropped (as enroot does), at most kMaxImageEnv of them.
 inline constexpr size_t kMaxImageEnv = 4096;
 std::vector<std::string> parse_enroot_environment(const std::string& text);
+
+// What enroot's import writes for an image's config (its docker::configure):
+// path under the root -> content.
+struct EnrootImageConfig {
+  std::vector<std::string> env, entrypoint, cmd, volumes;
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::string working_dir;
+};
+std::vector<std::pair<std::string, std::string>> enroot_files(const EnrootImageConfig& config);
+
+// A word quoted for sh as bash's ${word@Q} does: 'word', a ' inside as '\''.
+std::string shell_quote(const std::string& word);
 
 // The absolute directory of /etc/rc's `cd "DIR" && unset OLDPWD || exit 1`;
 // empty when there is none (a squashfs not made by enroot).

@@ -75,6 +75,7 @@ t squashfs_bad_files_get_one_line_and_leave_nothing
 t squashfs_cancelled_step_frees_the_file
 t container_save_cycle
 t container_save_errors_get_one_line
+t crispctl_import_runs_as_the_registry_image_does
 t unsupported_and_malformed_options
 t plugstack_arguments
 t sbatch_runs_the_script_inside

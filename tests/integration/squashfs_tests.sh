@@ -140,3 +140,27 @@ test_container_save_errors_get_one_line() {
   expect "... and nothing left there" equals "$(ls -A "$full")" ""
   umount "$full"
 }
+
+# crispctl import, as the test user: the registry image as a squashfs file of theirs, which
+# runs with the registry image's Env and WorkingDir; then from a relative path of another node.
+test_crispctl_import_runs_as_the_registry_image_does() {
+  local image=$REGISTRY/crisp-test/pytorch-env:latest
+  rm -f "$WORK/torch.sqsh"
+  run as_user "${CRISPCTL[@]}" import "$image" torch.sqsh
+  expect "crispctl import says what it wrote" contains "$OUT" "-> $WORK/torch.sqsh"
+  expect "... a file of the user's" equals "$(stat -c %U "$WORK/torch.sqsh" 2>&1)" "$TEST_USER"
+  expect "... without the holder's mount point" equals "$(unsquashfs -l "$WORK/torch.sqsh" | grep -c '\.crisp')" 0
+  local probe='echo "$PYTORCH_VERSION $(pwd)"'
+  run as_user "${SRUN[@]}" --container-image="$image" sh -c "$probe"
+  local from_registry=$OUT
+  run as_user "${SRUN[@]}" -p multi -w "$NODE2" --container-image=./torch.sqsh sh -c "$probe"
+  expect "the file runs with the registry image's Env and WorkingDir (on the other node)" equals "$OUT" "$from_registry"
+  expect "... which are there" contains "$from_registry" " /workspace"
+  run as_user "${CRISPCTL[@]}" import "$REGISTRY/crisp-test/no-such-image:1" x.sqsh
+  expect "a missing image: one line" contains "$ERR" "crisp: image $REGISTRY/crisp-test/no-such-image:1 was not found"
+  expect "... and no file, nor a temporary one" equals "$(ls -A "$WORK" | grep -c 'x.sqsh')" 0
+  run as_user "${CRISPCTL[@]}" import "$image" /etc/x.sqsh
+  expect "a directory the user cannot write: one line" contains "$ERR" "cannot write /etc/x.sqsh: Permission denied"
+  # Import containers are job 0's steps from 0xf0000000 (4026531840) up.
+  expect "no import container is left" equals "$("${CTR[@]}" containers ls -q 'labels."crisp.slurm/step"~="^40[2-9]"' | wc -l)" 0
+}

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace {
 
 TEST(EnrootConfig, EnvironmentKeepsNameValueLinesOnly) {
@@ -26,6 +28,30 @@ TEST(EnrootConfig, WorkdirFromTheRcScript) {
   EXPECT_EQ(crisp::parse_enroot_workdir(""), "");
   EXPECT_EQ(crisp::parse_enroot_workdir("cd \"relative\" && unset OLDPWD || exit 1\n"), "");
   EXPECT_EQ(crisp::parse_enroot_workdir("cd \"/a\" \"/b\" && unset OLDPWD || exit 1\n"), "") << "not enroot's line";
+}
+
+TEST(EnrootConfig, ImportWritesWhatItsParserReadsBack) {
+  crisp::EnrootImageConfig c;
+  c.env = {"PATH=/usr/bin:/bin", "PYTORCH_VERSION=2.3"};
+  c.entrypoint = {"/opt/nvidia/entrypoint.sh"};
+  c.cmd = {"sh", "-c", "echo it's"};
+  c.volumes = {"/data"};
+  c.labels = {{"maintainer", "NVIDIA"}};
+  c.working_dir = "/workspace";
+  std::map<std::string, std::string> files;
+  for (auto& [path, text] : crisp::enroot_files(c)) files[path] = text;
+  EXPECT_EQ(files["/etc/environment"], "PATH=/usr/bin:/bin\nPYTORCH_VERSION=2.3\n");
+  EXPECT_EQ(files["/etc/fstab"], "${ENROOT_ROOTFS}/data /data none x-create=dir,bind,rw,nosuid,nodev\n");
+  EXPECT_EQ(crisp::parse_enroot_environment(files["/etc/environment"]), c.env);
+  EXPECT_EQ(crisp::parse_enroot_workdir(files["/etc/rc"]), "/workspace");
+  EXPECT_NE(files["/etc/rc"].find("# maintainer NVIDIA\n"), std::string::npos);
+  EXPECT_NE(files["/etc/rc"].find("    exec '/opt/nvidia/entrypoint.sh' \"$@\"\n"), std::string::npos);
+  EXPECT_NE(files["/etc/rc"].find("    exec '/opt/nvidia/entrypoint.sh' 'sh' '-c' 'echo it'\\''s'\n"), std::string::npos)
+      << files["/etc/rc"];
+  crisp::EnrootImageConfig empty;
+  for (auto& [path, text] : crisp::enroot_files(empty)) files[path] = text;
+  EXPECT_NE(files["/etc/rc"].find("cd \"/\" && unset OLDPWD"), std::string::npos);
+  EXPECT_NE(files["/etc/rc"].find("    exec '/bin/sh'\n"), std::string::npos) << "no entrypoint nor cmd: a shell";
 }
 
 }  // namespace
