@@ -73,6 +73,7 @@ t squashfs_named_container_keeps_changes
 t squashfs_on_two_nodes
 t squashfs_bad_files_get_one_line_and_leave_nothing
 t squashfs_cancelled_step_frees_the_file
+t squashfs_survives_killed_daemons
 t container_save_cycle
 t container_save_errors_get_one_line
 t crispctl_import_runs_as_the_registry_image_does

@@ -164,3 +164,27 @@ test_crispctl_import_runs_as_the_registry_image_does() {
   # Import containers are job 0's steps from 0xf0000000 (4026531840) up.
   expect "no import container is left" equals "$("${CTR[@]}" containers ls -q 'labels."crisp.slurm/step"~="^40[2-9]"' | wc -l)" 0
 }
+
+# kill -9 of crispd mid-step leaves the step running and the file freed at its end; kill -9 of
+# the step's slurmstepd leaves nothing once the job is cancelled (the holder exits, the sweep removes).
+test_squashfs_survives_killed_daemons() {
+  local name=crisp-it-sqkill-$RANDOM
+  as_user "${SRUN[@]}" -J "$name" --container-image="$SQSH" sh -c 'sleep 5; cat /etc/debian_version >/dev/null && echo survived' \
+    >/tmp/crisp-it.sq 2>&1 &
+  local srun=$! job
+  job=$(running_job "$name")
+  kill -KILL "$(cat "$RUN/crispd.pid")"
+  start_crispd
+  wait "$srun"
+  expect "a step outlives a crispd killed under it" contains "$(cat /tmp/crisp-it.sq)" "survived"
+  expect "... and its end frees the file" wait_until 30 no_loop_for "$SQSH"
+  as_user "${SRUN[@]}" -J "$name-2" --container-image="$SQSH" sleep 60 >/dev/null 2>&1 &
+  srun=$!
+  job=$(running_job "$name-2")
+  wait_until 10 eval '! no_loop_for "$SQSH"'
+  pkill -KILL -f "slurmstepd: \[$job\.0\]"
+  scancel "$job"
+  wait "$srun" 2>/dev/null
+  expect "slurmstepd killed: the container goes" wait_until 90 no_cri_objects "$job"
+  expect "... and the loop device with it" wait_until 30 no_loop_for "$SQSH"
+}

@@ -198,7 +198,7 @@ std::string superblock(uint64_t bytes_used, uint32_t block_log = 17, uint16_t ma
     for (size_t i = 0; i < n; ++i) b[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
   };
   put(0, 0x73717368, 4);
-  put(12, 1u << block_log, 4);
+  put(12, block_log < 32 ? 1ull << block_log : 0, 4);
   put(20, 1, 2);  // gzip
   put(22, block_log, 2);
   put(28, major, 2);
