@@ -2,6 +2,7 @@
 // makes is owned by an RAII object (HostArtifacts, ContainerGuard), so any
 // failure undoes everything before the error is answered.
 #include <signal.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,6 +50,7 @@ struct StepManager::Plan {
   size_t tmpfs_count = 0;
   Fd image_root;  // a squashfs image, mounted (squashfs_mount.h); the overlay takes it over
   Fd image_to_extract;  // or one the kernel must not read, extracted as the user (squashfs_tools.h)
+  std::vector<std::string> file_entrypoint;  // its /etc/rc's, to run once it is the root (--container-entrypoint)
   // Resolved by the user now, staged under the container's mount root by prepare_host.
   std::vector<std::pair<UserPath, v1::BindMount>> user_mounts;
   std::optional<UserPath> workdir;
@@ -145,12 +147,13 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   ContainerGuard guard(*this, *id);
   if (auto s = start_container(plan); !s) return s.take_error();
   clock.lap("start");
-  if (auto s = wait_for_holder(req, plan); !s) return s.take_error();
+  if (auto s = wait_for_holder(req, plan, plan.pid, plan.in.entrypoint); !s) return s.take_error();
   clock.lap("holder");
   if (auto s = run_hooks(plan); !s) return s.take_error();
   // Last, so the hooks and the entrypoint saw the root containerd made.
   if (auto s = give_rootfs(req, plan); !s) return s.take_error();
   clock.lap("rootfs");
+  if (auto s = run_file_entrypoint(req, plan); !s) return s.take_error();
   // A slurmstepd that gave up waiting (or died: its job cancelled, whose epilog
   // may already have run) will never use nor release this; a named container
   // would outlive its job.
@@ -377,9 +380,6 @@ void StepManager::use_image_config(const std::string& image, const ImageConfig& 
 Status StepManager::mount_image_file(const v1::CreateStepRequest& req, Plan& plan) {
   const std::string& path = req.image_file();
   if (path.front() != '/') return fail("image file " + path + ": crispd was not told the job's directory: give an absolute path");
-  if (req.entrypoint())
-    return fail("--container-entrypoint is not supported with a squashfs image (" + path +
-                "): run without it, or use the image from its registry");
   auto file = open_as_user(plan.creds, path);
   if (!file && file.error_kind() == ErrorKind::kNotFound) return fail("image file " + path + " does not exist");
   if (!file) return fail("cannot open the image file " + file.error());
@@ -394,11 +394,12 @@ Status StepManager::mount_image_file(const v1::CreateStepRequest& req, Plan& pla
   if (!sb) return fail("image file " + path + ": " + sb.error());
   bool acl = fgetxattr(file->fd.get(), "system.posix_acl_access", nullptr, 0) >= 0;
   ImageConfig config;
+  std::string rc;
   if (kernel_may_mount(st, acl, settings_.squashfs_any_owner)) {
     auto root = mount_squashfs(file->fd.get(), path);
     if (!root) return fail("image file " + path + ": " + root.error());
     config.env = parse_enroot_environment(read_image_file(root->get(), "/etc/environment", kImageConfigFileMax));
-    config.working_dir = parse_enroot_workdir(read_image_file(root->get(), "/etc/rc", kImageConfigFileMax));
+    rc = read_image_file(root->get(), "/etc/rc", kImageConfigFileMax);
     plan.image_root = std::move(*root);
   } else {
     // One a user can have made: read and extracted by unsquashfs with their ids, never parsed by the kernel.
@@ -406,9 +407,11 @@ Status StepManager::mount_image_file(const v1::CreateStepRequest& req, Plan& pla
       return cat_as_user(plan.creds, file->fd.get(), name, kImageConfigFileMax, std::chrono::seconds(30));
     };
     config.env = parse_enroot_environment(read("etc/environment"));
-    config.working_dir = parse_enroot_workdir(read("etc/rc"));
+    rc = read("etc/rc");
     plan.image_to_extract = std::move(file->fd);
   }
+  config.working_dir = parse_enroot_workdir(rc);
+  if (req.entrypoint()) plan.file_entrypoint = parse_enroot_entrypoint(rc);
   use_image_config(path, config, plan);
   plan.in.env = config.env;
   plan.in.image_workdir = config.working_dir;
@@ -432,7 +435,7 @@ Status StepManager::prepare_host(const v1::CreateStepRequest& req, Plan& plan, H
       return s;
     in.hca_view = host.hca_view();
   }
-  if (!in.entrypoint.empty()) {
+  if (!in.entrypoint.empty() || !plan.file_entrypoint.empty()) {
     // Its output explains a failing entrypoint, and is shown on request.
     if (auto s = prepare_log_directory(kLogDirectory, kLogDirectorySize); !s) return s;
     in.log_path = plan.key + ".log";
@@ -528,19 +531,20 @@ Status StepManager::start_container(Plan& plan) {
 
 // runc's init execs the container's process only after StartContainer has
 // returned, and an entrypoint runs before it execs the holder: wait for it.
-Status StepManager::wait_for_holder(const v1::CreateStepRequest& req, Plan& plan) {
+Status StepManager::wait_for_holder(const v1::CreateStepRequest& req, Plan& plan, int pid,
+                                    const std::vector<std::string>& entrypoint) {
   const StepContainerInput& in = plan.in;
-  if (in.entrypoint.empty()) {
-    if (auto ran = await_holder(plan.pid, settings_.holder_exe, std::chrono::seconds(10)); !ran)
+  if (entrypoint.empty()) {
+    if (auto ran = await_holder(pid, settings_.holder_exe, std::chrono::seconds(10)); !ran)
       return fail("the step's container " + ran.error());
     return Ok{};
   }
   std::string log_path = std::string(kLogDirectory) + "/" + in.log_path;
   CriLogTail tail(log_path, kEntrypointLogKept, [&] { return cri_.reopen_container_log(plan.container_id); });
-  auto ran = await_holder(plan.pid, settings_.holder_exe, settings_.entrypoint_timeout, [&] { tail.rotate_if_large(); });
+  auto ran = await_holder(pid, settings_.holder_exe, settings_.entrypoint_timeout, [&] { tail.rotate_if_large(); });
   std::string log = tail.messages();
   if (!ran)
-    return fail("the image's entrypoint " + join(in.entrypoint, " ") + " " + ran.error() +
+    return fail("the image's entrypoint " + join(entrypoint, " ") + " " + ran.error() +
                 " (it must end with exec \"$@\")" + (log.empty() ? "" : "; its output ends: " + last_lines(log, 10, 2000)));
   // What the container writes from now on (a background process of the entrypoint's) is kept nowhere.
   if (auto s = silence_cri_log(log_path); !s) return s;
@@ -548,11 +552,32 @@ Status StepManager::wait_for_holder(const v1::CreateStepRequest& req, Plan& plan
     return fail("cannot stop keeping the output of the container: " + s.error());
   unlink(log_path.c_str());
   if (req.entrypoint_log()) plan.out.set_entrypoint_log(log);
-  auto env = holder_environment(plan.pid);
+  auto env = holder_environment(pid);
   if (!env) return fail("cannot read the environment the entrypoint left: " + env.error());
   plan.out.clear_image_env();
   for (const std::string& e : *env) plan.out.add_image_env(e);
   return Ok{};
+}
+
+// A squashfs image's entrypoint, in the file's root once it is the container's: it execs a
+// second holder, whose environment is the step's, then that holder goes (SIGTERM).
+Status StepManager::run_file_entrypoint(const v1::CreateStepRequest& req, Plan& plan) {
+  if (plan.file_entrypoint.empty()) return Ok{};
+  RootEntrypoint e{plan.pid, req.uid(), req.gid(), plan.creds.groups, plan.file_entrypoint, plan.in.env};
+  e.argv.push_back(kHolderTarget);
+  e.argv.push_back("0");
+  for (const std::string& kv : req.entrypoint_env()) {  // the --container-env names, over the image's
+    std::string name = kv.substr(0, kv.find('=') + 1);
+    std::erase_if(e.env, [&](const std::string& have) { return have.starts_with(name); });
+    e.env.push_back(kv);
+  }
+  auto pid = start_entrypoint_in_root(e);
+  if (!pid) return fail("cannot run the image's entrypoint: " + pid.error());
+  Status ran = wait_for_holder(req, plan, *pid, plan.file_entrypoint);
+  kill(*pid, ran ? SIGTERM : SIGKILL);
+  while (waitpid(*pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  return ran;
 }
 
 // The root filesystem becomes the user's, with them in its /etc/passwd and /etc/group.

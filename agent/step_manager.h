@@ -187,7 +187,8 @@ class StepManager {
     int pid = 0;
   };
   Result<ImportContainer> make_import_container(const StepContainerInput& in);  // image_import.cc
-  Status wait_for_holder(const v1::CreateStepRequest& req, Plan& plan);
+  Status wait_for_holder(const v1::CreateStepRequest& req, Plan& plan, int pid, const std::vector<std::string>& entrypoint);
+  Status run_file_entrypoint(const v1::CreateStepRequest& req, Plan& plan);
   Status run_hooks(const Plan& plan);
   Status give_rootfs(const v1::CreateStepRequest& req, const Plan& plan);
   v1::CreateStepResponse finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out, const std::string& what,

@@ -1,8 +1,11 @@
 #include "agent/host/entrypoint.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/cgroups.h"
 #include "common/fd.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -45,6 +49,59 @@ Status await_holder(int pid, const std::string& holder_exe, std::chrono::seconds
     if (tick) tick();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+namespace {
+
+// The holder's cgroup.procs in every hierarchy crispd sees: the entrypoint goes where the container is.
+std::vector<Fd> holder_cgroups(int holder_pid) {
+  std::vector<Fd> out;
+  auto text = read_text("/proc/" + std::to_string(holder_pid) + "/cgroup", 1u << 16);
+  if (!text) return out;
+  for (const CgroupOf& c : parse_proc_cgroup(*text)) {
+    std::string dir = c.controllers.empty() ? "/sys/fs/cgroup" : hierarchy_dir(c.controllers);
+    if (Fd procs(open((dir + c.path + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC)); procs) out.push_back(std::move(procs));
+  }
+  return out;
+}
+
+std::vector<char*> c_array(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (const std::string& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+Result<int> start_entrypoint_in_root(const RootEntrypoint& e) {
+  std::string proc = "/proc/" + std::to_string(e.holder_pid);
+  Fd ns(open((proc + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
+  Fd out(open((proc + "/fd/1").c_str(), O_WRONLY | O_CLOEXEC)), err(open((proc + "/fd/2").c_str(), O_WRONLY | O_CLOEXEC));
+  Fd null(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!ns || !out || !err || !null) return fail("cannot open the container's namespace and streams: " + errno_text(errno));
+  std::vector<Fd> cgroups = holder_cgroups(e.holder_pid);
+  if (cgroups.empty()) return fail("cannot find the container's cgroups");
+  std::vector<char*> argv = c_array(e.argv), envp = c_array(e.env);
+  std::vector<gid_t> groups(e.groups.begin(), e.groups.end());
+  pid_t pid = fork();
+  if (pid < 0) return fail("fork: " + errno_text(errno));
+  if (pid == 0) {
+    bool ok = true;
+    for (const Fd& c : cgroups) ok = ok && write(c.get(), "0", 1) == 1;
+    ok = ok && setns(ns.get(), CLONE_NEWNS) == 0 && chdir("/") == 0 && dup2(null.get(), 0) == 0 &&
+         dup2(out.get(), 1) == 1 && dup2(err.get(), 2) == 2 && syscall(SYS_close_range, 3, ~0u, 0) == 0 &&
+         prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         // Raw system calls: glibc's wrappers would signal threads this child lacks.
+         syscall(SYS_setgroups, groups.size(), groups.data()) == 0 &&
+         syscall(SYS_setresgid, e.gid, e.gid, e.gid) == 0 && syscall(SYS_setresuid, e.uid, e.uid, e.uid) == 0;
+    if (ok) {
+      environ = envp.data();  // execvp looks PATH up in the image's environment
+      execvp(argv[0], argv.data());
+    }
+    _exit(127);
+  }
+  return static_cast<int>(pid);
 }
 
 Result<std::vector<std::string>> holder_environment(int pid) {

@@ -43,6 +43,20 @@ class CriLogTail {
   std::string kept_;  // raw log lines already rotated away
 };
 
+// A squashfs image's entrypoint (its /etc/rc's), which can run only once the
+// file is the container's root: a process crispd starts inside the container
+// (its mount namespace, its cgroups, its holder's streams, which the CRI logs),
+// with the user's ids and no_new_privs, that execs argv: the entrypoint, then
+// the holder's command line, as a registry image's entrypoint does.
+struct RootEntrypoint {
+  int holder_pid = 0;
+  uint32_t uid = 0, gid = 0;
+  std::vector<uint32_t> groups;
+  std::vector<std::string> argv, env;
+};
+// Its pid (crispd's child: the caller reaps it).
+Result<int> start_entrypoint_in_root(const RootEntrypoint& e);
+
 // The environment of the holder (the entrypoint's, as it exec'd it).
 Result<std::vector<std::string>> holder_environment(int pid);
 

@@ -1,5 +1,7 @@
 #include "agent/images/enroot_config.h"
 
+#include <optional>
+
 #include "common/strings.h"
 
 namespace crisp {
@@ -66,6 +68,61 @@ std::vector<std::pair<std::string, std::string>> enroot_files(const EnrootImageC
           {"/etc/rc", rc},
           {"/etc/rc.local", "# This file is sourced by /etc/rc when the container starts.\n"
                             "# It can be used to manipulate the entrypoint or the command of the container.\n"}};
+}
+
+namespace {
+
+// Shell words as @Q writes them: 'quoted', \x, $'ansi' pieces, joined; nullopt on anything else.
+std::optional<std::vector<std::string>> shell_words(const std::string& text) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  auto ansi = [&](std::string& w) {
+    for (++i; i < text.size() && text[i] != '\''; ++i) {
+      if (text[i] != '\\' || i + 1 == text.size()) { w += text[i]; continue; }
+      char c = text[++i];
+      w += c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c == 'e' ? '\x1b' : c;
+    }
+    return i < text.size();
+  };
+  while (i < text.size()) {
+    if (text[i] == ' ') { ++i; continue; }
+    std::string w;
+    for (; i < text.size() && text[i] != ' '; ++i) {
+      if (text[i] == '\'') {
+        size_t end = text.find('\'', i + 1);
+        if (end == std::string::npos) return std::nullopt;
+        w += text.substr(i + 1, end - i - 1);
+        i = end;
+      } else if (text[i] == '\\' && i + 1 < text.size()) {
+        w += text[++i];
+      } else if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '\'') {
+        ++i;
+        if (!ansi(w)) return std::nullopt;
+      } else if (text[i] == '"' || text[i] == '$' || text[i] == '`') {
+        return std::nullopt;  // not @Q's output
+      } else {
+        w += text[i];
+      }
+    }
+    words.push_back(w);
+  }
+  return words;
+}
+
+}  // namespace
+
+std::vector<std::string> parse_enroot_entrypoint(const std::string& rc) {
+  const std::string head = "exec ", tail = " \"$@\"";
+  for (const std::string& raw : split(rc, '\n')) {
+    std::string line = without_cr(raw);
+    size_t start = line.find_first_not_of(" \t");
+    if (start == std::string::npos || line.compare(start, head.size(), head) != 0) continue;
+    if (line.substr(start) == "exec \"$@\"") return {};
+    if (!line.ends_with(tail)) continue;
+    auto words = shell_words(line.substr(start + head.size(), line.size() - tail.size() - start - head.size()));
+    return words ? *words : std::vector<std::string>{};
+  }
+  return {};
 }
 
 std::string parse_enroot_workdir(const std::string& rc) {

@@ -28,6 +28,10 @@ std::vector<std::pair<std::string, std::string>> enroot_files(const EnrootImageC
 // A word quoted for sh as bash's ${word@Q} does: 'word', a ' inside as '\''.
 std::string shell_quote(const std::string& word);
 
+// The entrypoint of /etc/rc's `exec ENTRYPOINT... "$@"` (words quoted as bash's
+// @Q quotes them); empty when the image has none or the line is not enroot's.
+std::vector<std::string> parse_enroot_entrypoint(const std::string& rc);
+
 // The absolute directory of /etc/rc's `cd "DIR" && unset OLDPWD || exit 1`;
 // empty when there is none (a squashfs not made by enroot).
 std::string parse_enroot_workdir(const std::string& rc);

@@ -77,6 +77,7 @@ t squashfs_survives_killed_daemons
 t container_save_cycle
 t container_save_errors_get_one_line
 t crispctl_import_runs_as_the_registry_image_does
+t squashfs_entrypoint_runs_as_the_registry_images
 t unsupported_and_malformed_options
 t plugstack_arguments
 t sbatch_runs_the_script_inside

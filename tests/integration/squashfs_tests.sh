@@ -188,3 +188,21 @@ test_squashfs_survives_killed_daemons() {
   expect "slurmstepd killed: the container goes" wait_until 90 no_cri_objects "$job"
   expect "... and the loop device with it" wait_until 30 no_loop_for "$SQSH"
 }
+
+# --container-entrypoint with a squashfs file: the entrypoint of its /etc/rc runs once per
+# container, inside the file's root, as with the registry image it was imported from.
+test_squashfs_entrypoint_runs_as_the_registry_images() {
+  rm -f "$WORK/ep.sqsh" "$WORK/badep.sqsh"
+  as_user "${CRISPCTL[@]}" import "$REGISTRY/crisp-test/entrypoint:latest" ep.sqsh >/dev/null
+  as_user "${CRISPCTL[@]}" import "$REGISTRY/crisp-test/bad-entrypoint:latest" badep.sqsh >/dev/null
+  run as_user "${SRUN[@]}" -n3 --container-image=./ep.sqsh --container-entrypoint \
+    sh -c 'echo "$CRISP_FROM_ENTRYPOINT $(wc -l < /state/entrypoint-runs)"'
+  expect "the file's entrypoint runs once per container, for three tasks" equals "$(sort -u <<<"$OUT")" "yes 1"
+  run as_user "${SRUN[@]}" --container-image=./ep.sqsh sh -c 'echo "${CRISP_FROM_ENTRYPOINT-none}"'
+  expect "... and not without --container-entrypoint" equals "$OUT" "none"
+  run as_user "${SRUN[@]}" --container-image=./ep.sqsh --container-entrypoint --container-entrypoint-log true
+  expect "--container-entrypoint-log shows its output" contains "$ERR" "entrypoint ran as uid $(id -u "$TEST_USER")"
+  run as_user "${SRUN[@]}" --container-image=./badep.sqsh --container-entrypoint true
+  expect_crisp_error "a failing entrypoint in a file" "exited before it ran the holder (it must end with exec"
+  expect "its output explains why" contains "$ERR" "its output ends: setup failed"
+}

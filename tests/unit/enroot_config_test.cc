@@ -48,6 +48,12 @@ TEST(EnrootConfig, ImportWritesWhatItsParserReadsBack) {
   EXPECT_NE(files["/etc/rc"].find("    exec '/opt/nvidia/entrypoint.sh' \"$@\"\n"), std::string::npos);
   EXPECT_NE(files["/etc/rc"].find("    exec '/opt/nvidia/entrypoint.sh' 'sh' '-c' 'echo it'\\''s'\n"), std::string::npos)
       << files["/etc/rc"];
+  EXPECT_EQ(crisp::parse_enroot_entrypoint(files["/etc/rc"]), c.entrypoint) << "what import writes, read back";
+  EXPECT_EQ(crisp::parse_enroot_entrypoint("    exec 'a b' 'it'\\''s' $'x\\ny' \"$@\"\n"),
+            (std::vector<std::string>{"a b", "it's", "x\ny"}));
+  EXPECT_EQ(crisp::parse_enroot_entrypoint("    exec \"$@\"\n"), std::vector<std::string>{}) << "no entrypoint";
+  EXPECT_EQ(crisp::parse_enroot_entrypoint("    exec $(evil) \"$@\"\n"), std::vector<std::string>{}) << "not @Q's";
+  EXPECT_EQ(crisp::parse_enroot_entrypoint("    exec 'unterminated \"$@\"\n"), std::vector<std::string>{});
   crisp::EnrootImageConfig empty;
   for (auto& [path, text] : crisp::enroot_files(empty)) files[path] = text;
   EXPECT_NE(files["/etc/rc"].find("cd \"/\" && unset OLDPWD"), std::string::npos);
