@@ -95,17 +95,11 @@ Result<v1::ImportResponse> StepManager::import_image(uint32_t uid, uint32_t gid,
                           : fail("cannot open the container's mount namespace: " + errno_text(errno));
   }
   gone_after.reset();
-  struct stat st {};
-  if (saved && fstat(out->fd.get(), &st) != 0) saved = fail("fstat: " + errno_text(errno));
-  out->fd.reset();
-  if (saved) saved = rename_as_user(creds, out->path, path);
-  if (!saved) {
-    unlink_as_user(creds, out->path);
-    return fail("crispctl import of " + ref->canonical() + " failed: " + saved.error());
-  }
+  auto bytes = finish_beside_as_user(creds, *out, path, std::move(saved));
+  if (!bytes) return fail("crispctl import of " + ref->canonical() + " failed: " + bytes.error());
   v1::ImportResponse r;
   r.set_image_ref(ref->canonical());
-  r.set_bytes(static_cast<uint64_t>(st.st_size));
+  r.set_bytes(*bytes);
   r.set_ms(static_cast<uint32_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()));
   log_info("imported " + ref->canonical() + " for uid " + std::to_string(uid) + " to " + path + " (" +

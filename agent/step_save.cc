@@ -1,7 +1,6 @@
 // StepManager::save_step: --container-save, the container's root filesystem
 // written as a squashfs where the user asked, with their rights alone.
 #include <fcntl.h>
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <chrono>
@@ -31,17 +30,11 @@ Result<v1::SaveStepResponse> StepManager::save_step(const v1::SaveStepRequest& r
   UserCreds creds{req.uid(), req.gid(), {req.supplementary_gids().begin(), req.supplementary_gids().end()}};
   auto out = create_beside_as_user(creds, req.path());
   if (!out) return fail("--container-save: " + out.error());
-  Status saved = mksquash_as_user(creds, ns.get(), out->fd.get(), settings_.save_timeout);
-  struct stat st {};
-  if (saved && fstat(out->fd.get(), &st) != 0) saved = fail("fstat: " + errno_text(errno));
-  out->fd.reset();
-  if (saved) saved = rename_as_user(creds, out->path, req.path());
-  if (!saved) {
-    unlink_as_user(creds, out->path);
-    return fail("--container-save to " + req.path() + " failed: " + saved.error());
-  }
+  auto bytes = finish_beside_as_user(creds, *out, req.path(),
+                                     mksquash_as_user(creds, ns.get(), out->fd.get(), settings_.save_timeout));
+  if (!bytes) return fail("--container-save to " + req.path() + " failed: " + bytes.error());
   v1::SaveStepResponse r;
-  r.set_bytes(static_cast<uint64_t>(st.st_size));
+  r.set_bytes(*bytes);
   r.set_ms(static_cast<uint32_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()));
   log_info("saved the container of " + slurm::step_text(req.job_id(), req.step_id()) + " (uid " +

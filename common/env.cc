@@ -20,13 +20,13 @@ std::map<std::string, std::string> to_map(const std::vector<std::string>& env) {
   return out;
 }
 
-bool valid_name(std::string_view n) {
+}  // namespace
+
+bool valid_env_name(std::string_view n) {
   if (n.empty() || std::isdigit(static_cast<unsigned char>(n.front()))) return false;
   return std::all_of(n.begin(), n.end(),
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
-
-}  // namespace
 
 std::optional<std::string> env_value(const std::vector<std::string>& env, std::string_view name) {
   for (const std::string& kv : env)
@@ -190,7 +190,7 @@ std::string first_host(std::string_view hostlist) {
 Result<std::vector<std::string>> parse_env_names(std::string_view text) {
   std::vector<std::string> names = split(text, ',');
   for (const std::string& n : names)
-    if (!valid_name(n))
+    if (!valid_env_name(n))
       return fail("invalid --container-env name '" + n +
                   "': expected NAME[,NAME...] of letters, digits and '_'");
   return names;

@@ -60,4 +60,7 @@ std::optional<std::string> env_value(const std::vector<std::string>& env, std::s
 // --container-env: NAME[,NAME...]
 Result<std::vector<std::string>> parse_env_names(std::string_view text);
 
+// A variable's name: letters, digits and '_', not starting with a digit.
+bool valid_env_name(std::string_view name);
+
 }  // namespace crisp

@@ -40,12 +40,16 @@ Result<Pipe> make_input() {
   return Pipe{Fd(p[0]), Fd(p[1])};
 }
 
+}  // namespace
+
 std::vector<char*> c_strings(std::vector<std::string>& strings) {
   std::vector<char*> out;
   for (std::string& s : strings) out.push_back(s.data());
   out.push_back(nullptr);
   return out;
 }
+
+namespace {
 
 // Feeds input and drains both outputs until they close or the deadline passes.
 Status pump(Fd& in, Fd& out, Fd& err, const std::string& input, ProcessResult& r, size_t max, const Deadline& deadline) {

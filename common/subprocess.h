@@ -35,6 +35,9 @@ struct ProcessResult {
   std::string status_text() const;
 };
 
+// argv/envp for exec: pointers into strings, then nullptr (strings must outlive them).
+std::vector<char*> c_strings(std::vector<std::string>& strings);
+
 // Errors: kFailed when it cannot start, kTimedOut when it outlived the timeout (it is killed).
 Result<ProcessResult> run_process(const ProcessSpec& spec);
 

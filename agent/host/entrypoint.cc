@@ -13,11 +13,13 @@
 #include <mutex>
 #include <thread>
 
+#include "agent/host/user_access.h"
 #include "common/cgroups.h"
 #include "common/fd.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "common/subprocess.h"
 
 namespace crisp {
 
@@ -65,13 +67,6 @@ std::vector<Fd> holder_cgroups(int holder_pid) {
   return out;
 }
 
-std::vector<char*> c_array(const std::vector<std::string>& v) {
-  std::vector<char*> out;
-  for (const std::string& s : v) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
 }  // namespace
 
 Result<int> start_entrypoint_in_root(const RootEntrypoint& e) {
@@ -82,8 +77,8 @@ Result<int> start_entrypoint_in_root(const RootEntrypoint& e) {
   if (!ns || !out || !err || !null) return fail("cannot open the container's namespace and streams: " + errno_text(errno));
   std::vector<Fd> cgroups = holder_cgroups(e.holder_pid);
   if (cgroups.empty()) return fail("cannot find the container's cgroups");
-  std::vector<char*> argv = c_array(e.argv), envp = c_array(e.env);
-  std::vector<gid_t> groups(e.groups.begin(), e.groups.end());
+  std::vector<std::string> args = e.argv, env = e.env;
+  std::vector<char*> argv = c_strings(args), envp = c_strings(env);
   pid_t pid = fork();
   if (pid < 0) return fail("fork: " + errno_text(errno));
   if (pid == 0) {
@@ -91,10 +86,7 @@ Result<int> start_entrypoint_in_root(const RootEntrypoint& e) {
     for (const Fd& c : cgroups) ok = ok && write(c.get(), "0", 1) == 1;
     ok = ok && setns(ns.get(), CLONE_NEWNS) == 0 && chdir("/") == 0 && dup2(null.get(), 0) == 0 &&
          dup2(out.get(), 1) == 1 && dup2(err.get(), 2) == 2 && syscall(SYS_close_range, 3, ~0u, 0) == 0 &&
-         prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
-         // Raw system calls: glibc's wrappers would signal threads this child lacks.
-         syscall(SYS_setgroups, groups.size(), groups.data()) == 0 &&
-         syscall(SYS_setresgid, e.gid, e.gid, e.gid) == 0 && syscall(SYS_setresuid, e.uid, e.uid, e.uid) == 0;
+         prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && take_user_ids(e.uid, e.gid, e.groups);
     if (ok) {
       environ = envp.data();  // execvp looks PATH up in the image's environment
       execvp(argv[0], argv.data());

@@ -10,29 +10,13 @@
 #include <vector>
 
 #include "agent/host/entrypoint.h"
+#include "agent/host/user_rootfs.h"
 #include "common/fd.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
 
-// glibc 2.36's <sys/mount.h> lacks the new mount API's structure.
-#ifndef MOUNT_ATTR_IDMAP
-#define MOUNT_ATTR_IDMAP 0x00100000
-#endif
-
 namespace crisp {
 namespace {
-
-struct MountAttr {  // linux/mount.h's struct mount_attr
-  uint64_t attr_set, attr_clr, propagation, userns_fd;
-};
-
-// The user's ids, taken in the child just before exec (system calls only).
-// Raw system calls, as user_access.cc's child: glibc's wrappers would signal threads the child lacks.
-bool become(const UserCreds& creds, const std::vector<gid_t>& groups) {
-  return syscall(SYS_setgroups, groups.size(), groups.data()) == 0 &&
-         syscall(SYS_setresgid, creds.gid, creds.gid, creds.gid) == 0 &&
-         syscall(SYS_setresuid, creds.uid, creds.uid, creds.uid) == 0;
-}
 
 Status run_tool(const char* what, ProcessSpec spec) {
   spec.env = std::vector<std::string>{"PATH=/usr/bin:/bin", "LC_ALL=C"};
@@ -50,37 +34,33 @@ Status run_tool(const char* what, ProcessSpec spec) {
 
 Status unsquash_as_user(const UserCreds& creds, int image, const std::string& dir, int userns,
                         std::chrono::seconds timeout) {
-  std::vector<gid_t> groups(creds.groups.begin(), creds.groups.end());
   ProcessSpec spec;
   spec.argv = {kUnsquashfs, "-f", "-d", ".", "-n", "-q", "-no-xattrs", "/proc/self/fd/3"};
   spec.pass_fd = image;
   spec.timeout = timeout;
   spec.prepare = [&] {
     int view = static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, dir.c_str(), OPEN_TREE_CLONE));
-    MountAttr idmap{MOUNT_ATTR_IDMAP, 0, 0, static_cast<uint64_t>(userns)};
     // Detached: ".." at its root stays there, and nothing else of the node is seen through the idmap.
-    return view >= 0 && syscall(SYS_mount_setattr, view, "", AT_EMPTY_PATH, &idmap, sizeof idmap) == 0 &&
-           fchdir(view) == 0 && close(view) == 0 && become(creds, groups);
+    return view >= 0 && idmap_mount(view, userns) && fchdir(view) == 0 && close(view) == 0 &&
+           take_user_ids(creds.uid, creds.gid, creds.groups);
   };
   return run_tool("unsquashfs", std::move(spec));
 }
 
 std::string cat_as_user(const UserCreds& creds, int image, const std::string& path, size_t max_bytes,
                         std::chrono::seconds timeout) {
-  std::vector<gid_t> groups(creds.groups.begin(), creds.groups.end());
   ProcessSpec spec;
   spec.argv = {kUnsquashfs, "-cat", "/proc/self/fd/3", path};
   spec.env = std::vector<std::string>{"PATH=/usr/bin:/bin", "LC_ALL=C"};
   spec.pass_fd = image;
   spec.timeout = timeout;
   spec.max_output = max_bytes;
-  spec.prepare = [&] { return become(creds, groups); };
+  spec.prepare = [&] { return take_user_ids(creds.uid, creds.gid, creds.groups); };
   auto ran = run_process(spec);
   return ran && ran->succeeded() ? ran->out : std::string();
 }
 
 Status mksquash_as_user(const UserCreds& creds, int container_ns, int out, std::chrono::seconds timeout) {
-  std::vector<gid_t> groups(creds.groups.begin(), creds.groups.end());
   Fd own(open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC));
   if (!own) return fail("cannot open crispd's mount namespace: " + errno_text(errno));
   ProcessSpec spec;
@@ -94,7 +74,7 @@ Status mksquash_as_user(const UserCreds& creds, int container_ns, int out, std::
     if (setns(container_ns, CLONE_NEWNS) != 0) return false;
     int root = static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, "/", OPEN_TREE_CLONE));
     return root >= 0 && setns(own.get(), CLONE_NEWNS) == 0 && fchdir(root) == 0 && close(root) == 0 &&
-           become(creds, groups);
+           take_user_ids(creds.uid, creds.gid, creds.groups);
   };
   return run_tool("mksquashfs", std::move(spec));
 }

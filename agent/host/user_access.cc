@@ -62,15 +62,12 @@ void send_reply(int sock, Reply r, int fd = -1, const char* data = nullptr) {
   }
 }
 
-[[noreturn]] void child_main(const UserCreds& creds, const std::vector<gid_t>& groups, int sock,
+[[noreturn]] void child_main(const UserCreds& creds, int sock,
                              const ChildWork& work) {
   // Nothing of crispd's stays open in a process the user's uid owns.
   if (sock > 3) close_range(3, static_cast<unsigned>(sock) - 1, 0);
   close_range(static_cast<unsigned>(sock) + 1, ~0u, 0);
-  // Raw system calls: glibc's wrappers would try to change every thread's.
-  if (syscall(SYS_setgroups, groups.size(), groups.data()) != 0 ||
-      syscall(SYS_setresgid, creds.gid, creds.gid, creds.gid) != 0 ||
-      syscall(SYS_setresuid, creds.uid, creds.uid, creds.uid) != 0) {
+  if (!take_user_ids(creds.uid, creds.gid, creds.groups)) {
     send_reply(sock, {errno, 0});
     _exit(0);
   }
@@ -113,13 +110,12 @@ Result<Reply> receive_reply(int sock, Fd& fd, const Deadline& deadline) {
 // Runs work in a child with the user's credentials; data receives what it sends (at most max bytes).
 Result<Reply> run_as_user(const UserCreds& creds, const ChildWork& work, std::string* data, size_t max, Fd& fd,
                           std::chrono::milliseconds timeout) {
-  std::vector<gid_t> groups(creds.groups.begin(), creds.groups.end());
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return fail("socketpair: " + errno_text(errno));
   Fd ours(sv[0]), theirs(sv[1]);
   pid_t pid = fork();
   if (pid < 0) return fail("fork: " + errno_text(errno));
-  if (pid == 0) child_main(creds, groups, theirs.get(), work);
+  if (pid == 0) child_main(creds, theirs.get(), work);
   theirs.reset();
   Deadline deadline(timeout);
   auto reply = receive_reply(ours.get(), fd, deadline);
@@ -240,6 +236,25 @@ void unlink_as_user(const UserCreds& creds, const std::string& path, std::chrono
   auto work = [&](int sock) { send_reply(sock, {unlink(path.c_str()) == 0 ? 0 : errno, 0}); };
   Fd unused;
   (void)run_as_user(creds, work, nullptr, 0, unused, timeout);
+}
+
+Result<uint64_t> finish_beside_as_user(const UserCreds& creds, UserPath& temp, const std::string& path,
+                                       Status written) {
+  struct stat st {};
+  if (written && fstat(temp.fd.get(), &st) != 0) written = fail("fstat: " + errno_text(errno));
+  temp.fd.reset();
+  if (written) written = rename_as_user(creds, temp.path, path);
+  if (!written) {
+    unlink_as_user(creds, temp.path);
+    return written.take_error();
+  }
+  return static_cast<uint64_t>(st.st_size);
+}
+
+bool take_user_ids(uint32_t uid, uint32_t gid, const std::vector<uint32_t>& groups) {
+  static_assert(sizeof(gid_t) == sizeof(uint32_t));
+  return syscall(SYS_setgroups, groups.size(), groups.data()) == 0 && syscall(SYS_setresgid, gid, gid, gid) == 0 &&
+         syscall(SYS_setresuid, uid, uid, uid) == 0;
 }
 
 Result<std::string> home_of(uint32_t uid) {

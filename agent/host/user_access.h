@@ -61,6 +61,16 @@ Status rename_as_user(const UserCreds& creds, const std::string& from, const std
                       std::chrono::milliseconds timeout = kUserAccessTimeout);
 void unlink_as_user(const UserCreds& creds, const std::string& path,
                     std::chrono::milliseconds timeout = kUserAccessTimeout);
+// temp (create_beside_as_user's) once written, or not: closed; renamed over path
+// by the user if written is Ok, and its size returned; else removed, and the
+// error (written's, or the rename's) returned.
+Result<uint64_t> finish_beside_as_user(const UserCreds& creds, UserPath& temp, const std::string& path,
+                                       Status written);
+
+// The calling process takes these ids: groups, gid, then uid, all three of each.
+// For a forked child of crispd (raw system calls: glibc's wrappers would try to
+// change every thread's, which the child lacks); false with errno set.
+bool take_user_ids(uint32_t uid, uint32_t gid, const std::vector<uint32_t>& groups);
 
 // The user's home directory, from the password database.
 Result<std::string> home_of(uint32_t uid);

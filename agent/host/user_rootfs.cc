@@ -261,12 +261,11 @@ bool write_user_files(const Plan& p, int root) {
 int child_steps(const Plan& p) {
   if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return 1;
   Fd tree(static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, p.root.snapshots.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
-  MountAttr idmap{MOUNT_ATTR_IDMAP, 0, 0, static_cast<uint64_t>(p.userns)};
-  if (!tree || syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH, &idmap, sizeof idmap) != 0) return 2;
+  if (!tree || !idmap_mount(tree.get(), p.userns)) return 2;
   if (syscall(SYS_move_mount, tree.get(), "", AT_FDCWD, p.layers_at.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) return 3;
   if (p.req.image_root >= 0) {
     Fd image(static_cast<int>(syscall(SYS_open_tree, p.req.image_root, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)));
-    if (!image || syscall(SYS_mount_setattr, image.get(), "", AT_EMPTY_PATH, &idmap, sizeof idmap) != 0) return 12;
+    if (!image || !idmap_mount(image.get(), p.userns)) return 12;
     if (syscall(SYS_move_mount, image.get(), "", AT_FDCWD, p.image_at.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) return 3;
   }
   // Relative layer paths: the options must fit in a page, whatever the image's layer count.
@@ -323,6 +322,11 @@ constexpr const char* kSteps[] = {"",
                                   "the idmapped clone of the squashfs image"};
 
 }  // namespace
+
+bool idmap_mount(int mount, int userns) {
+  MountAttr idmap{MOUNT_ATTR_IDMAP, 0, 0, static_cast<uint64_t>(userns)};
+  return syscall(SYS_mount_setattr, mount, "", AT_EMPTY_PATH, &idmap, sizeof idmap) == 0;
+}
 
 // One per user, kept (a namespace costs a fork to make; the mounts that use
 // one hold it themselves); forgotten all at once past kMaxKept users.

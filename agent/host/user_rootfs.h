@@ -42,6 +42,10 @@ Result<RootOverlay> parse_root_overlay(const std::string& mountinfo);
 // what an idmapped mount that shows root's files as the user's follows.
 Result<Fd> swapping_userns(uint32_t uid, uint32_t gid);
 
+// Makes mount (a detached one, open_tree's clone) show its files through userns's maps.
+// A system call alone: usable in a forked child.
+bool idmap_mount(int mount, int userns);
+
 // The user namespace's maps for an idmap swapping 0 and id ("0 ID 1\nID 0 1\n..."),
 // every other id mapped to itself.
 std::string swap_map(uint32_t id);

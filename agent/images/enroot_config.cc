@@ -2,20 +2,11 @@
 
 #include <optional>
 
+#include "common/env.h"
 #include "common/strings.h"
 
 namespace crisp {
 namespace {
-
-bool env_name(const std::string& line, size_t eq) {
-  if (eq == 0 || eq == std::string::npos) return false;
-  for (size_t i = 0; i < eq; ++i) {
-    char c = line[i];
-    bool ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (i > 0 && c >= '0' && c <= '9');
-    if (!ok) return false;
-  }
-  return true;
-}
 
 std::string without_cr(std::string line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -28,7 +19,8 @@ std::vector<std::string> parse_enroot_environment(const std::string& text) {
   std::vector<std::string> out;
   for (const std::string& raw : split(text, '\n')) {
     std::string line = without_cr(raw);
-    if (env_name(line, line.find('='))) out.push_back(line);
+    size_t eq = line.find('=');
+    if (eq != std::string::npos && valid_env_name(std::string_view(line).substr(0, eq))) out.push_back(line);
     if (out.size() == kMaxImageEnv) break;
   }
   return out;
