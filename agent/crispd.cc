@@ -52,6 +52,7 @@ struct Flags {
   std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
   crisp::DeviceRoots device_roots;
   int call_timeout = 30, pull_timeout = 1800, sweep_interval = 30, sandbox_grace = 120, entrypoint_timeout = 60;
+  int pull_stall_timeout = 60;
   int parallel_tasks = 0;
   bool version = false;
 };
@@ -64,6 +65,10 @@ void add_runtime_flags(CLI::App& app, Flags& f) {
   app.add_option("--runtime-handler", f.handler, "CRI runtime handler (empty: containerd's default)");
   app.add_option("--call-timeout", f.call_timeout, "seconds for each CRI call")->capture_default_str();
   app.add_option("--pull-timeout", f.pull_timeout, "seconds for one image pull")->capture_default_str();
+  app.add_option("--pull-stall-timeout", f.pull_stall_timeout,
+                 "seconds a pull may go without a byte arriving before it is abandoned (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--parallel-tasks", f.parallel_tasks,
                  "containers created, started or removed at once (0: one per CPU); more wait their turn")
       ->check(CLI::Range(0, crisp::CriClient::kMaxParallelTasks))
@@ -146,6 +151,7 @@ crisp::StepSettings step_settings(const Flags& f) {
   settings.tmpfs_size = f.tmpfs_size;
   settings.squashfs_any_owner = f.squashfs_any_owner;
   settings.step_gpus = crisp::slurm_step_gpus;
+  settings.step_liveness = crisp::slurm_step_liveness;
   settings.hca_policy = f.hca_policy == "nearest" ? crisp::HcaPolicy::kNearestGpu : crisp::HcaPolicy::kAll;
   return settings;
 }
@@ -164,7 +170,12 @@ int serve(const Flags& f) {
   std::string list_dir = f.private_list.substr(0, f.private_list.rfind('/'));
   if (!list_dir.empty() && mkdir(list_dir.c_str(), 0700) != 0 && errno != EEXIST)
     crisp::log_warn("cannot create " + list_dir + ": " + crisp::errno_text(errno));
-  crisp::ImageStore images(cri, policy, f.private_list);
+  crisp::ContentClient content(f.endpoint, std::chrono::seconds(f.call_timeout));
+  crisp::PullWatch watch;
+  watch.content = &content;
+  // 0: a stall limit longer than any pull may take.
+  watch.stall_limit = std::chrono::seconds(f.pull_stall_timeout ? f.pull_stall_timeout : f.pull_timeout + 1);
+  crisp::ImageStore images(cri, policy, f.private_list, watch);
   crisp::StepManager steps(cri, images, step_settings(f));
   crisp::Sweeper sweeper(steps, std::chrono::seconds(f.sweep_interval), std::chrono::seconds(f.sandbox_grace),
                          crisp::slurm_job_liveness);

@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <future>
+#include <memory>
+#include <utility>
 #include <optional>
 #include <thread>
 
@@ -34,6 +36,36 @@ v1::Response answer(Result<T> result, T* (v1::Response::*field)()) {
   v1::Response r;
   *(r.*field)() = std::move(*result);
   return r;
+}
+
+// What a request's thread and its connection's thread share.
+struct RequestChannel {
+  std::atomic<bool> gone{false};  // the client closed its end or stopped reading
+  std::mutex mu;
+  std::string line;  // the newest progress line not yet sent; under mu
+
+  std::string take_line() {
+    std::lock_guard lock(mu);
+    return std::exchange(line, "");
+  }
+  PullWaiter waiter() {
+    PullWaiter w;
+    w.stop = [this]() -> std::optional<std::string> {
+      if (gone) return "its client went away";
+      return std::nullopt;
+    };
+    w.progress = [this](const std::string& l) {
+      std::lock_guard lock(mu);
+      line = l;
+    };
+    return w;
+  }
+};
+
+// The peer closed its end (a slurmstepd that ended), without reading anything.
+bool peer_hung_up(int fd) {
+  struct pollfd p = {fd, POLLRDHUP, 0};
+  return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 }  // namespace
@@ -163,26 +195,40 @@ void Server::serve_connection(int fd, const Peer& peer) {
     return;
   }
   // The request runs beside this thread, which tells the client every few
-  // seconds that crispd is alive: a cold pull may take minutes.
+  // seconds that crispd is alive (a cold pull may take minutes), with the pull's
+  // progress, and sees the client leave (a cancelled step's slurmstepd).
+  auto channel = std::make_shared<RequestChannel>();
   std::future<v1::Response> answer;
   try {
-    answer = std::async(std::launch::async, [&] { return handle_safely(req, peer); });
+    answer = std::async(std::launch::async, [&, channel] { return handle_safely(req, peer, channel->waiter()); });
   } catch (const std::system_error& e) {
     log_error("cannot start a thread for a request: " + std::string(e.what()));
     send(fd, error_response("crispd is out of threads, try again"), peer.pid);
     return;
   }
-  v1::Response keepalive;
-  keepalive.set_keepalive(true);
-  while (answer.wait_for(kKeepaliveInterval) != std::future_status::ready)
-    if (!send(fd, keepalive, peer.pid)) break;  // the client left; the request still completes
-  send(fd, answer.get(), peer.pid);
+  auto last_sent = std::chrono::steady_clock::now();
+  while (answer.wait_for(std::chrono::seconds(1)) != std::future_status::ready) {
+    if (channel->gone) continue;
+    if (peer_hung_up(fd)) {
+      channel->gone = true;
+      continue;
+    }
+    std::string line = channel->take_line();
+    if (line.empty() && std::chrono::steady_clock::now() - last_sent < kKeepaliveInterval) continue;
+    v1::Response keepalive;
+    keepalive.set_keepalive(true);
+    keepalive.set_progress(line);
+    last_sent = std::chrono::steady_clock::now();
+    if (!send(fd, keepalive, peer.pid)) channel->gone = true;  // the request still completes
+  }
+  if (!channel->gone) send(fd, answer.get(), peer.pid);
+  else (void)answer.get();
 }
 
-v1::Response Server::handle_safely(const v1::Request& req, const Peer& peer) {
+v1::Response Server::handle_safely(const v1::Request& req, const Peer& peer, const PullWaiter& waiter) {
   std::string who = "uid " + std::to_string(peer.uid) + " (pid " + std::to_string(peer.pid) + ")";
   try {
-    v1::Response r = handle(req, peer);
+    v1::Response r = handle(req, peer, waiter);
     if (!r.error().empty() && (peer.uid == 0 || may_log_user_noise())) log_info("request of " + who + " failed: " + r.error());
     return r;
   } catch (const std::exception& e) {
@@ -203,13 +249,13 @@ bool Server::send(int fd, const v1::Response& resp, pid_t pid, std::chrono::seco
   return true;
 }
 
-Result<v1::PullResponse> Server::pull(const v1::PullRequest& req) {
+Result<v1::PullResponse> Server::pull(const v1::PullRequest& req, const PullWaiter& waiter) {
   auto t0 = std::chrono::steady_clock::now();
   auto ref = parse_image_ref(req.image());
   if (!ref) return ref.take_error();
   auto config = images_.ensure(ref->canonical(), [&] {
     return credentials_for(nullptr, steps_.settings().registry_auth_file, ref->registry, ref->user);
-  });
+  }, waiter);
   if (!config) return config.take_error();
   v1::PullResponse out;
   out.set_image_ref(ref->canonical());
@@ -226,6 +272,10 @@ v1::StatsResponse Server::stats() const {
   s.set_steps_created(steps_.created);
   s.set_steps_released(steps_.released);
   s.set_swept(sweeper_ ? sweeper_->swept() : 0);
+  s.set_pulls_failed(images_.counters().failed);
+  s.set_pulls_stalled(images_.counters().stalled);
+  s.set_prefetches(steps_.prefetches);
+  s.set_prefetch_pulls(steps_.prefetch_pulls);
   return s;
 }
 
@@ -251,7 +301,7 @@ void Server::release_answered_first(int fd, const v1::Request& req, const Peer& 
     log_warn("releasing " + what + ": " + r.error() + " (the sweep will remove it)");
 }
 
-v1::Response Server::handle(const v1::Request& req, const Peer& peer) {
+v1::Response Server::handle(const v1::Request& req, const Peer& peer, const PullWaiter& waiter) {
   auto root_only = [&](const char* what) -> std::optional<v1::Response> {
     if (peer.uid == 0) return std::nullopt;
     log_warn("refused " + std::string(what) + " from uid " + std::to_string(peer.uid) + " (pid " +
@@ -261,7 +311,7 @@ v1::Response Server::handle(const v1::Request& req, const Peer& peer) {
   switch (req.kind_case()) {
     case v1::Request::kCreateStep:
       if (auto r = root_only("creating a container")) return *r;
-      return answer(steps_.create(req.create_step()), &v1::Response::mutable_create_step);
+      return answer(steps_.create(req.create_step(), waiter), &v1::Response::mutable_create_step);
     case v1::Request::kReleaseStep:
       if (auto r = root_only("releasing a step")) return *r;
       return answer(steps_.release_step(req.release_step().job_id(), req.release_step().step_id()),
@@ -286,7 +336,10 @@ v1::Response Server::handle(const v1::Request& req, const Peer& peer) {
                     &v1::Response::mutable_list);
     case v1::Request::kPull:
       if (auto r = root_only("pulling an image")) return *r;
-      return answer(pull(req.pull()), &v1::Response::mutable_pull);
+      return answer(pull(req.pull(), waiter), &v1::Response::mutable_pull);
+    case v1::Request::kPrefetch:
+      if (auto r = root_only("prefetching an image")) return *r;
+      return answer(steps_.prefetch(req.prefetch()), &v1::Response::mutable_prefetch);
     case v1::Request::kStats:
       return answer(Result<v1::StatsResponse>(stats()), &v1::Response::mutable_stats);
     case v1::Request::KIND_NOT_SET:

@@ -31,11 +31,12 @@ class Server {
   // Serves until stop is set (checked every poll tick).
   void serve(const std::atomic<bool>& stop);
 
-  // Authorization and dispatch; public for the tests of its rules.
-  v1::Response handle(const v1::Request& req, const Peer& peer);
+  // Authorization and dispatch; public for the tests of its rules. waiter: what
+  // a request waiting on a pull tells its client and asks of it.
+  v1::Response handle(const v1::Request& req, const Peer& peer, const PullWaiter& waiter = {});
   // handle(), and any exception it lets out answered as one line and logged:
   // no input may end a connection's thread, let alone crispd.
-  v1::Response handle_safely(const v1::Request& req, const Peer& peer);
+  v1::Response handle_safely(const v1::Request& req, const Peer& peer, const PullWaiter& waiter = {});
 
   // The socket is every user's (0666): one user may hold only a few
   // connections at once, and all users together fewer than root (slurmstepd),
@@ -54,7 +55,7 @@ class Server {
   void leave(const Peer& peer);
   void serve_connection(int fd, const Peer& peer);
   void release_answered_first(int fd, const v1::Request& req, const Peer& peer);
-  Result<v1::PullResponse> pull(const v1::PullRequest& req);
+  Result<v1::PullResponse> pull(const v1::PullRequest& req, const PullWaiter& waiter);
   v1::StatsResponse stats() const;
   static constexpr std::chrono::seconds kIoTimeout{10};
   bool send(int fd, const v1::Response& resp, pid_t pid, std::chrono::seconds timeout = kIoTimeout);

@@ -98,4 +98,17 @@ JobLiveness slurm_job_liveness(uint32_t job_id) {
   return out;
 }
 
+JobLiveness slurm_step_liveness(uint32_t job_id, uint32_t step_id) {
+  JobLiveness job = slurm_job_liveness(job_id);
+  if (job != JobLiveness::kAlive) return job;
+  job_step_info_response_msg_t* steps = nullptr;
+  if (slurm_get_job_steps(0, job_id, step_id, &steps, SHOW_ALL) != SLURM_SUCCESS) {
+    log_warn("asking slurmctld about " + slurm::step_text(job_id, step_id) + ": " + slurm_strerror(slurm_get_errno()));
+    return JobLiveness::kUnknown;
+  }
+  JobLiveness out = steps->job_step_count > 0 ? JobLiveness::kAlive : JobLiveness::kOver;
+  slurm_free_job_step_info_response_msg(steps);
+  return out;
+}
+
 }  // namespace crisp

@@ -18,6 +18,8 @@ using JobCheck = std::function<JobLiveness(uint32_t job_id)>;
 // Asks slurmctld through libslurm (the node's slurm.conf). kUnknown when it
 // cannot be reached; kOver when the job ended or is no longer known.
 JobLiveness slurm_job_liveness(uint32_t job_id);
+// The same of a step: kOver also when its job runs but slurmctld no longer lists the step.
+JobLiveness slurm_step_liveness(uint32_t job_id, uint32_t step_id);
 
 // What slurmctld says of a step's GPUs on node, which the user cannot write
 // (SLURM_STEP_GPUS is in the job's environment: on Slurm 22.05 a step

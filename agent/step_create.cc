@@ -54,6 +54,7 @@ struct StepManager::Plan {
   // Resolved by the user now, staged under the container's mount root by prepare_host.
   std::vector<std::pair<UserPath, v1::BindMount>> user_mounts;
   std::optional<UserPath> workdir;
+  const PullWaiter* waiter = nullptr;  // the request's: told of a pull's progress, asked whether to go on
   std::string key;  // names what the step makes on the host: JOB.STEP, or JOB.UID.NAME
   int pid = 0;      // the holder's
   std::string container_id;
@@ -108,9 +109,10 @@ StepManager::Plan StepManager::new_plan(const v1::CreateStepRequest& req) {
   return plan;
 }
 
-Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& req) {
+Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& req, const PullWaiter& waiter) {
   PhaseClock clock;
   Plan plan = new_plan(req);
+  plan.waiter = &waiter;
   if (plan.named) {
     auto lock = lock_job(plan.scope.job_id);
     auto joined = join_named(plan.scope, req);
@@ -350,13 +352,13 @@ Result<std::vector<unsigned>> StepManager::granted_gpus(const v1::CreateStepRequ
 }
 
 // The image, pulled with the user's credentials if the node lacks it, and what its config says.
+// A pull is waited for only while the step is alive: scancel or Ctrl-C ends the wait.
 Status StepManager::pull_image(const v1::CreateStepRequest& req, Plan& plan) {
   std::string image = plan.ref.canonical();
   UserFiles user{plan.creds, plan.home.value_or("")};
-  auto config = images_.ensure(image, [&] {
-    return credentials_for(plan.home ? &user : nullptr, settings_.registry_auth_file, plan.ref.registry,
-                           req.registry_user());
-  });
+  PullWaiter waiter = step_waiter(req, *plan.waiter);
+  auto config = images_.ensure(image, user_credentials(plan.home ? &user : nullptr, plan.ref.registry, req.registry_user()),
+                               waiter);
   if (!config) return config.take_error();
   use_image_config(image, *config, plan);
   if (req.entrypoint()) {
@@ -364,6 +366,48 @@ Status StepManager::pull_image(const v1::CreateStepRequest& req, Plan& plan) {
     plan.in.env.assign(req.entrypoint_env().begin(), req.entrypoint_env().end());
   }
   return Ok{};
+}
+
+ImageStore::CredentialSource StepManager::user_credentials(const UserFiles* user, const std::string& registry,
+                                                           const std::string& login) const {
+  return [this, user, registry, login] { return credentials_for(user, settings_.registry_auth_file, registry, login); };
+}
+
+// The request's own stop (its client left) and, every few seconds, slurmctld's word on the step.
+PullWaiter StepManager::step_waiter(const v1::CreateStepRequest& req, const PullWaiter& request) const {
+  PullWaiter w = request;
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  w.stop = [this, req_stop = request.stop, last, job = req.job_id(), step = req.step_id(),
+            stepd = req.stepd_pid()]() -> std::optional<std::string> {
+    if (req_stop)
+      if (auto why = req_stop()) return why;
+    if (stepd > 0 && kill(stepd, 0) != 0 && errno == ESRCH) return "its slurmstepd exited";
+    auto now = std::chrono::steady_clock::now();
+    if (!settings_.step_liveness || now - *last < kLivenessEvery) return std::nullopt;
+    *last = now;
+    if (settings_.step_liveness(job, step) == JobLiveness::kOver)
+      return slurm::step_text(job, step) + " was cancelled while its image was pulled";
+    return std::nullopt;
+  };
+  return w;
+}
+
+Result<v1::PrefetchResponse> StepManager::prefetch(const v1::PrefetchRequest& req) {
+  auto ref = parse_image_ref(req.image());
+  if (!ref) return ref.take_error();
+  auto entry = lookup_uid(req.uid());
+  if (!entry) return fail("uid " + std::to_string(req.uid()) + " has no entry in the password database");
+  UserCreds creds{req.uid(), req.gid(), lookup_groups(entry->name, req.gid())};
+  UserFiles user{creds, entry->home};
+  auto pulling = images_.prefetch(ref->canonical(),
+                                  user_credentials(entry->home.empty() ? nullptr : &user, ref->registry, req.registry_user()));
+  if (!pulling) return pulling.take_error();
+  prefetches++;
+  if (*pulling) prefetch_pulls++;
+  v1::PrefetchResponse out;
+  out.set_image_ref(ref->canonical());
+  out.set_pulling(*pulling);
+  return out;
 }
 
 void StepManager::use_image_config(const std::string& image, const ImageConfig& config, Plan& plan) {

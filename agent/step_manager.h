@@ -23,6 +23,7 @@
 #include "agent/host/host_artifacts.h"
 #include "agent/host/user_rootfs.h"
 #include "agent/host/host_mounts.h"
+#include "agent/images/credentials.h"
 #include "agent/images/image_store.h"
 #include "agent/slurm_jobs.h"
 #include "crisp.pb.h"
@@ -59,6 +60,9 @@ struct StepSettings {
   // What slurmctld says of a step's GPUs on this node (slurm_step_gpus); unset:
   // a step that names GPUs is refused.
   std::function<Result<StepGpus>(uint32_t job, uint32_t step, const std::string& node)> step_gpus;
+  // Whether slurmctld still runs a step (slurm_step_liveness), asked while its image is
+  // pulled; unset: not asked.
+  std::function<JobLiveness(uint32_t job, uint32_t step)> step_liveness;
   // containerd's task bundles, for CDI hooks' OCI state: <state>/io.containerd.runtime.v2.task/k8s.io/<id>.
   std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
   // Makes the container's root filesystem the user's (user_rootfs.h); a seam for the fake CRI's tests.
@@ -86,7 +90,11 @@ class StepManager {
 
   // Makes (or joins, for a named container) the step's container; on any
   // failure nothing it made is left. In step_create.cc, phase by phase.
-  Result<v1::CreateStepResponse> create(const v1::CreateStepRequest& req);
+  // waiter: the request's (progress lines, the client gone); a pull is also
+  // left when slurmctld says the step is over.
+  Result<v1::CreateStepResponse> create(const v1::CreateStepRequest& req, const PullWaiter& waiter = {});
+  // The job prolog's: start pulling the image with the user's credentials, answered at once.
+  Result<v1::PrefetchResponse> prefetch(const v1::PrefetchRequest& req);
   Result<v1::ReleaseResponse> release_step(uint32_t job_id, uint32_t step_id);
   Result<v1::ReleaseResponse> release_job(uint32_t job_id);
   // The first half of a job's end, what its epilog waits for: no process of the job is
@@ -116,7 +124,7 @@ class StepManager {
 
   CriClient& cri() { return cri_; }
   const StepSettings& settings() const { return settings_; }
-  std::atomic<uint64_t> created{0}, released{0};
+  std::atomic<uint64_t> created{0}, released{0}, prefetches{0}, prefetch_pulls{0};
 
  private:
   // Call with lock_user(uid) held.
@@ -172,6 +180,10 @@ class StepManager {
   Status resolve_user_paths(const v1::CreateStepRequest& req, Plan& plan);
   Status plan_devices(const v1::CreateStepRequest& req, Plan& plan);
   Status pull_image(const v1::CreateStepRequest& req, Plan& plan);
+  ImageStore::CredentialSource user_credentials(const UserFiles* user, const std::string& registry,
+                                                const std::string& login) const;
+  PullWaiter step_waiter(const v1::CreateStepRequest& req, const PullWaiter& request) const;
+  static constexpr std::chrono::seconds kLivenessEvery{3};
   Status mount_image_file(const v1::CreateStepRequest& req, Plan& plan);
   static void use_image_config(const std::string& image, const ImageConfig& config, Plan& plan);
   Status prepare_host(const v1::CreateStepRequest& req, Plan& plan, HostArtifacts& host);

@@ -6,14 +6,13 @@
 
 #include <cerrno>
 
-#include "common/fd.h"
 #include "common/strings.h"
 #include "common/wire.h"
 
 namespace crisp {
 
-Result<v1::Response> call_agent(const std::string& socket_path, const v1::Request& request,
-                                std::chrono::milliseconds timeout, std::chrono::milliseconds idle) {
+Result<AgentCall> AgentCall::start(const std::string& socket_path, const v1::Request& request,
+                                   std::chrono::milliseconds timeout) {
   Deadline deadline(timeout);
   auto addr = unix_address(socket_path);
   if (!addr) return fail("crispd socket path is too long: " + socket_path);
@@ -41,24 +40,38 @@ Result<v1::Response> call_agent(const std::string& socket_path, const v1::Reques
     if (said && refusal.ParseFromString(*said) && !refusal.error().empty()) return fail(refusal.error());
     return fail("sending to crispd at " + socket_path + " failed: " + s.error());
   }
+  return AgentCall(std::move(fd), deadline, socket_path, timeout);
+}
+
+Result<v1::Response> AgentCall::finish(const ProgressSink& progress, std::chrono::milliseconds idle) {
+  Fd fd = std::move(fd_);
   v1::Response response;
   for (;;) {
     Deadline quiet(idle);
-    const Deadline& next = Deadline::soonest(deadline, quiet);
+    const Deadline& next = Deadline::soonest(deadline_, quiet);
     auto in = read_frame(fd.get(), next);
     if (!in) {
       if (in.error_kind() != ErrorKind::kTimedOut)
-        return fail("crispd at " + socket_path + " dropped the request (" + in.error() + "): see its log");
-      auto waited = &next == &deadline ? timeout : idle;
-      return fail(ErrorKind::kTimedOut, "crispd at " + socket_path + " did not answer within " +
+        return fail("crispd at " + socket_path_ + " dropped the request (" + in.error() + "): see its log");
+      auto waited = &next == &deadline_ ? timeout_ : idle;
+      return fail(ErrorKind::kTimedOut, "crispd at " + socket_path_ + " did not answer within " +
                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(waited).count()) +
                   " s: is it hung? (see its log)");
     }
     if (!response.ParseFromString(*in)) return fail("crispd sent a malformed answer");
     if (!response.keepalive()) break;
+    if (progress && !response.progress().empty()) progress(response.progress());
   }
   if (!response.error().empty()) return fail(response.error());
   return response;
+}
+
+Result<v1::Response> call_agent(const std::string& socket_path, const v1::Request& request,
+                                std::chrono::milliseconds timeout, std::chrono::milliseconds idle,
+                                const ProgressSink& progress) {
+  auto call = AgentCall::start(socket_path, request, timeout);
+  if (!call) return call.take_error();
+  return call->finish(progress, idle);
 }
 
 }  // namespace crisp

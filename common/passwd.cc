@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <pwd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <vector>
 
@@ -40,6 +41,14 @@ std::optional<std::string> lookup_gid(uint32_t gid) {
   if (!with_buffer(buf, [&](std::vector<char>& b) { return getgrgid_r(gid, &gr, b.data(), b.size(), &found); }) || !found)
     return std::nullopt;
   return text(gr.gr_name);
+}
+
+std::vector<uint32_t> lookup_groups(const std::string& name, uint32_t gid) {
+  // Bounded: a user in more groups than this gets the first ones.
+  int n = 1024;
+  std::vector<gid_t> groups(static_cast<size_t>(n));
+  if (getgrouplist(name.c_str(), gid, groups.data(), &n) < 0) n = static_cast<int>(groups.size());
+  return {groups.begin(), groups.begin() + std::max(n, 0)};
 }
 
 }  // namespace crisp

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace crisp {
 
@@ -19,5 +20,8 @@ std::optional<PasswdEntry> lookup_uid(uint32_t uid);
 
 // The group's name; nullopt when the gid has no entry.
 std::optional<std::string> lookup_gid(uint32_t gid);
+
+// The user's groups as the system gives them at login (gid first among them); at most 1024.
+std::vector<uint32_t> lookup_groups(const std::string& name, uint32_t gid);
 
 }  // namespace crisp

@@ -16,6 +16,7 @@ enum class ErrorKind {
   kUnreachable,  // nothing listens where crispd (or containerd) should
   kNotFound,     // a path named does not exist
   kUnsupported,  // this node's kernel, filesystem or runtime cannot do it
+  kCancelled,    // the step or client it was for went away first
 };
 
 struct Error {

@@ -16,11 +16,14 @@ PluginState& plugin_state();
 
 int local_init_post_opt(spank_t sp);
 int remote_init_post_opt(spank_t sp);
+int remote_user_init(spank_t sp);
 int remote_task_init_privileged(spank_t sp);
 int remote_task_init(spank_t sp);
 int remote_task_post_fork(spank_t sp);
 int remote_task_exit(spank_t sp);
 int remote_exit(spank_t sp);
 int slurmd_job_epilog(spank_t sp);
+// The job's options (plugin_state().raw) read by the caller: starts the image's pull on this node.
+int slurmd_job_prolog(spank_t sp);
 
 }  // namespace crisp

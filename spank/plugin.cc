@@ -87,6 +87,10 @@ __attribute__((visibility("default"))) int slurm_spank_init_post_opt(spank_t sp,
   }
 }
 
+__attribute__((visibility("default"))) int slurm_spank_user_init(spank_t sp, int, char**) {
+  return spank_remote(sp) ? crisp::remote_user_init(sp) : 0;
+}
+
 __attribute__((visibility("default"))) int slurm_spank_task_init_privileged(spank_t sp, int, char**) {
   return spank_remote(sp) ? crisp::remote_task_init_privileged(sp) : 0;
 }
@@ -105,6 +109,18 @@ __attribute__((visibility("default"))) int slurm_spank_task_exit(spank_t sp, int
 
 __attribute__((visibility("default"))) int slurm_spank_exit(spank_t sp, int, char**) {
   return spank_remote(sp) ? crisp::remote_exit(sp) : 0;
+}
+
+__attribute__((visibility("default"))) int slurm_spank_job_prolog(spank_t sp, int ac, char** av) {
+  if (!load_config(ac, av)) return 0;
+  // The job's options, as slurmd passes them to the prolog (SPANK_ variables).
+  const auto& defs = crisp::option_defs();
+  for (size_t i = 0; i < defs.size(); ++i) {
+    char* arg = nullptr;
+    if (spank_option_getopt(sp, &option_table()[i], &arg) == ESPANK_SUCCESS)
+      crisp::plugin_state().raw.values[defs[i].key] = defs[i].arginfo ? (arg ? arg : "") : defs[i].flag_value;
+  }
+  return crisp::slurmd_job_prolog(sp);
 }
 
 __attribute__((visibility("default"))) int slurm_spank_job_epilog(spank_t sp, int ac, char** av) {

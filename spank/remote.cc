@@ -30,6 +30,7 @@ struct StepState {
   std::string error;
   ContainerOptions opts;
   StepContext step;  // its env is the step's, before Slurm binds each task to its GPUs
+  std::optional<AgentCall> call;  // sent in init_post_opt, answered in user_init
   v1::CreateStepResponse container;
   Fd ns_fd;  // the mount namespace the tasks enter: the step's own (its keeper's), else the container's
   Fd user_ns, net_ns, ipc_ns, uts_ns;  // the keeper's, as the response asks
@@ -118,9 +119,28 @@ int remote_init_post_opt(spank_t sp) {
   st.opts = *opts;
   st.step = *step;
 
+  // Sent now, as root (crispd serves slurmstepd by its uid); waited for in
+  // user_init, once srun has its launch answer and the step's stderr is the user's.
   v1::Request req;
   *req.mutable_create_step() = build_create_request(st.step, st.opts, ps.config);
-  auto resp = call_agent(ps.config.socket, req, std::chrono::seconds(ps.config.timeout_s));
+  auto call = AgentCall::start(ps.config.socket, req, std::chrono::seconds(ps.config.timeout_s));
+  if (!call) {
+    hold_error(st, call.error());
+    return 0;
+  }
+  st.call.emplace(std::move(*call));
+  return 0;
+}
+
+int remote_user_init(spank_t sp) {
+  StepState& st = step_state();
+  if (!st.call) return 0;
+  // Node 0 alone tells the user how a pull is going: one line per step.
+  bool tell = seam::node_id(sp) == 0;
+  auto resp = st.call->finish([&](const std::string& line) {
+    if (tell) seam::user_error(line);
+  });
+  st.call.reset();
   if (!resp) {
     hold_error(st, resp.error());
     // No release: crispd undid a failed request itself, and what a late answer

@@ -62,6 +62,19 @@ Result<StepContext> read_step(spank_t sp) {
   return s;
 }
 
+Result<std::pair<uint32_t, uint32_t>> job_owner(spank_t sp) {
+  auto uid = item<uid_t>(sp, S_JOB_UID, "the job's uid");
+  if (!uid) return uid.take_error();
+  auto gid = item<gid_t>(sp, S_JOB_GID, "the job's gid");
+  if (!gid) return gid.take_error();
+  return std::pair<uint32_t, uint32_t>(*uid, *gid);
+}
+
+int node_id(spank_t sp) {
+  uint32_t id = 0;
+  return spank_get_item(sp, S_JOB_NODEID, &id) == ESPANK_SUCCESS ? static_cast<int>(id) : -1;
+}
+
 std::vector<std::string> job_env(spank_t sp) {
   char** env = nullptr;
   std::vector<std::string> out;

@@ -20,6 +20,10 @@ int local_task_id(spank_t sp);
 uint32_t local_task_count(spank_t sp);
 Status apply_env(spank_t sp, const std::vector<EnvEdit>& edits);
 Result<uint32_t> job_id(spank_t sp);
+// The job's owner (the prolog's S_JOB_UID and S_JOB_GID).
+Result<std::pair<uint32_t, uint32_t>> job_owner(spank_t sp);
+// This node's index in the step (S_JOB_NODEID); -1 when Slurm does not say.
+int node_id(spank_t sp);
 
 // slurmd's spool directory (%n and %h expanded), where Slurm's PMIx plugin
 // makes each step's server directory. SPANK has no item for it; the plugin's

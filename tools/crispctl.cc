@@ -13,8 +13,10 @@
 
 namespace {
 
+// Progress lines of a pull go to stderr, as a step's do.
 int call(const std::string& socket, const crisp::v1::Request& req, int timeout_s, crisp::v1::Response& resp) {
-  auto r = crisp::call_agent(socket, req, std::chrono::seconds(timeout_s));
+  auto r = crisp::call_agent(socket, req, std::chrono::seconds(timeout_s), crisp::kIdleTimeout,
+                             [](const std::string& line) { std::cerr << "crisp: " << line << std::endl; });
   if (!r) {
     std::cerr << "crisp: " << r.error() << "\n";
     return 1;
@@ -97,7 +99,9 @@ int main(int argc, char** argv) {
     const auto& s = resp.stats();
     std::cout << "pulls_started " << s.pulls_started() << "\npulls_merged " << s.pulls_merged() << "\npulls_cached "
               << s.pulls_cached() << "\nsteps_created " << s.steps_created() << "\nsteps_released "
-              << s.steps_released() << "\nswept " << s.swept() << "\n";
+              << s.steps_released() << "\nswept " << s.swept() << "\npulls_failed " << s.pulls_failed()
+              << "\npulls_stalled " << s.pulls_stalled() << "\nprefetches " << s.prefetches() << "\nprefetch_pulls "
+              << s.prefetch_pulls() << "\n";
     return 0;
   }
   // ps is the default.

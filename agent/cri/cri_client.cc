@@ -5,14 +5,9 @@
 namespace crisp {
 namespace {
 
-// Calls one unary RPC with a deadline; the error names the RPC and carries
-// containerd's own message, which is what an admin needs to act.
-template <typename Stub, typename Req, typename Resp>
-Status invoke(Stub* stub, grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Req&, Resp*), const char* name,
-              const Req& req, Resp* resp, std::chrono::seconds timeout) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-  grpc::Status s = (stub->*rpc)(&ctx, req, resp);
+// A call's error names the RPC and carries containerd's own message, which is
+// what an admin needs to act.
+Status grpc_status(const char* name, const grpc::Status& s, std::chrono::seconds timeout) {
   if (s.ok()) return Ok{};
   if (s.error_code() == grpc::StatusCode::UNAVAILABLE)
     return fail(ErrorKind::kUnreachable, std::string("the container runtime is unreachable (") + name + ": " + s.error_message() + ")");
@@ -20,6 +15,15 @@ Status invoke(Stub* stub, grpc::Status (Stub::*rpc)(grpc::ClientContext*, const 
     return fail(ErrorKind::kTimedOut, std::string("the container runtime did not answer ") + name + " within " +
                 std::to_string(timeout.count()) + " s");
   return fail(std::string(name) + ": " + s.error_message());
+}
+
+// Calls one unary RPC with a deadline.
+template <typename Stub, typename Req, typename Resp>
+Status invoke(Stub* stub, grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Req&, Resp*), const char* name,
+              const Req& req, Resp* resp, std::chrono::seconds timeout) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  return grpc_status(name, (stub->*rpc)(&ctx, req, resp), timeout);
 }
 
 // Holds one of the runtime's task slots for a call's duration.
@@ -192,13 +196,37 @@ Result<cri::ImageStatusResponse> CriClient::image_status(const std::string& ref,
   return resp;
 }
 
-Result<std::string> CriClient::pull_image(const std::string& ref, const std::optional<cri::AuthConfig>& auth) {
+void CallCanceller::cancel() {
+  std::lock_guard lock(mu_);
+  cancelled_ = true;
+  if (ctx_) ctx_->TryCancel();
+}
+
+bool CallCanceller::cancelled() {
+  std::lock_guard lock(mu_);
+  return cancelled_;
+}
+
+void CallCanceller::attach(grpc::ClientContext* ctx) {
+  std::lock_guard lock(mu_);
+  ctx_ = ctx;
+  if (ctx && cancelled_) ctx->TryCancel();
+}
+
+Result<std::string> CriClient::pull_image(const std::string& ref, const std::optional<cri::AuthConfig>& auth,
+                                          CallCanceller* canceller) {
   cri::PullImageRequest req;
   req.mutable_image()->set_image(ref);
   if (auth) *req.mutable_auth() = *auth;
   cri::PullImageResponse resp;
-  if (auto s = invoke(images_.get(), &cri::ImageService::Stub::PullImage, "PullImage", req, &resp, pull_timeout_); !s)
-    return s.take_error();
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + pull_timeout_);
+  if (canceller) canceller->attach(&ctx);
+  grpc::Status s = images_->PullImage(&ctx, req, &resp);
+  if (canceller) canceller->attach(nullptr);
+  if (s.error_code() == grpc::StatusCode::CANCELLED && canceller && canceller->cancelled())
+    return fail(ErrorKind::kCancelled, "PullImage: cancelled");
+  if (auto st = grpc_status("PullImage", s, pull_timeout_); !st) return st.take_error();
   return resp.image_ref();
 }
 

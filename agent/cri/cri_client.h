@@ -10,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <semaphore>
 #include <string>
@@ -21,6 +22,19 @@
 
 namespace crisp {
 
+// Lets another thread cut a call under way (a pull past the stall limit).
+class CallCanceller {
+ public:
+  void cancel();
+  bool cancelled();
+
+ private:
+  friend class CriClient;
+  void attach(grpc::ClientContext* ctx);
+  std::mutex mu_;
+  grpc::ClientContext* ctx_ = nullptr;
+  bool cancelled_ = false;
+};
 
 class CriClient {
  public:
@@ -47,7 +61,9 @@ class CriClient {
   // An image that is not in the store is a value without `image`, not an error.
   Result<cri::ImageStatusResponse> image_status(const std::string& ref, bool verbose);
   // auth's server_address must stay empty: containerd drops credentials whose address has no scheme.
-  Result<std::string> pull_image(const std::string& ref, const std::optional<cri::AuthConfig>& auth);
+  // canceller (optional) may cut it from another thread: an error of kind kCancelled.
+  Result<std::string> pull_image(const std::string& ref, const std::optional<cri::AuthConfig>& auth,
+                                 CallCanceller* canceller = nullptr);
 
  private:
   std::shared_ptr<grpc::Channel> channel_;

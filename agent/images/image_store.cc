@@ -4,7 +4,11 @@
 #include <cstdio>
 #include <functional>
 
+#include <deque>
+#include <thread>
+
 #include "common/files.h"
+#include "common/image_ref.h"
 #include "common/log.h"
 #include "common/strings.h"
 
@@ -12,6 +16,12 @@ namespace crisp {
 namespace {
 
 constexpr std::chrono::hours kCheckValid{1};
+
+int64_t wall_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 
 std::optional<cri::AuthConfig> cri_auth(const std::optional<RegistryCredential>& auth) {
   if (!auth) return std::nullopt;
@@ -34,8 +44,8 @@ std::string check_key(const std::string& ref, const std::optional<RegistryCreden
 
 }  // namespace
 
-ImageStore::ImageStore(CriClient& cri, PrivateImagePolicy policy, std::string private_list)
-    : cri_(cri), policy_(policy), private_list_(std::move(private_list)) {
+ImageStore::ImageStore(CriClient& cri, PrivateImagePolicy policy, std::string private_list, PullWatch watch)
+    : cri_(cri), policy_(policy), private_list_(std::move(private_list)), watch_(std::move(watch)) {
   if (private_list_.empty()) return;
   if (auto text = read_text(private_list_, 16u << 20))
     for (const std::string& ref : split(*text, '\n'))
@@ -74,7 +84,7 @@ Result<std::string> ImageStore::pull(const std::string& ref, const std::optional
   auto pulled = cri_.pull_image(ref, cri_auth(auth));
   if (!pulled) {
     log_warn("pull of " + ref + (auth ? " as " + auth->username : "") + " failed: " + pulled.error());
-    return fail(explain_pull_error(ref, pulled.error()));
+    return fail(explain_pull_error(ref, pulled.error(), 0).line);
   }
   return pulled;
 }
@@ -112,39 +122,292 @@ Status ImageStore::recheck(const std::string& ref, const CredentialSource& crede
   return Ok{};
 }
 
-Result<ImageConfig> ImageStore::ensure(const std::string& ref, const CredentialSource& credentials) {
+ImageStore::~ImageStore() {
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [ref, entry] : entries_) {
+      std::lock_guard l(entry->mu);
+      if (entry->pull) entry->pull->canceller.cancel();
+    }
+  }
+  std::unique_lock lock(threads_mu_);
+  threads_cv_.wait(lock, [&] { return threads_ == 0; });
+}
+
+Result<ImageConfig> ImageStore::ensure(const std::string& ref, const CredentialSource& credentials,
+                                       const PullWaiter& waiter) {
   auto entry = entry_for(ref);
-  uint64_t completed_before = entry->completed;
-  // One holder of `pulling` at a time checks the store and pulls; the others
-  // find the image present when they get the lock.
-  std::lock_guard lock(entry->pulling);
+  bool waited = false, started = false;
+  for (;;) {
+    std::shared_ptr<Pull> pull;
+    {
+      std::lock_guard lock(entry->mu);
+      if (entry->pull) {
+        pull = entry->pull;
+      } else {
+        bool present = false;
+        auto config = read_config(ref, present);
+        if (!config) return config;
+        if (present) {
+          bool guarded = policy_ == PrivateImagePolicy::kAlways || (policy_ == PrivateImagePolicy::kPrivate && is_private(ref));
+          // The pull this request started checked its own credentials.
+          if (guarded && !started)
+            if (auto s = recheck(ref, credentials); !s) return s.take_error();
+          if (!started) (waited ? counters_.merged : counters_.cached)++;
+          return config;
+        }
+        if (waited) return fail("image " + ref + " vanished from the store right after its pull");
+        auto found = look_up(credentials);
+        if (!found) return found.take_error();
+        pull = start_pull(ref, *found, entry);
+        started = true;
+      }
+    }
+    waited = true;
+    if (auto s = wait_for(*pull, waiter); !s) return s.take_error();
+  }
+}
+
+Result<bool> ImageStore::prefetch(const std::string& ref, const CredentialSource& credentials) {
+  auto entry = entry_for(ref);
+  std::lock_guard lock(entry->mu);
+  if (entry->pull) return true;
   bool present = false;
   auto config = read_config(ref, present);
-  if (!config) return config;
-  if (present) {
-    bool guarded = policy_ == PrivateImagePolicy::kAlways || (policy_ == PrivateImagePolicy::kPrivate && is_private(ref));
-    if (guarded)
-      if (auto s = recheck(ref, credentials); !s) return s.take_error();
-    (entry->completed > completed_before ? counters_.merged : counters_.cached)++;
-    return config;
-  }
+  if (!config) return config.take_error();
+  if (present) return false;
   auto found = look_up(credentials);
   if (!found) return found.take_error();
-  const std::optional<RegistryCredential>& auth = *found;
+  start_pull(ref, *found, entry);
+  return true;
+}
+
+std::shared_ptr<ImageStore::Pull> ImageStore::start_pull(const std::string& ref,
+                                                         const std::optional<RegistryCredential>& auth,
+                                                         const std::shared_ptr<Entry>& entry) {
+  auto pull = std::make_shared<Pull>();
+  pull->started_ns = wall_ns();
   counters_.started++;
   log_info("pulling " + ref + (auth ? " as " + auth->username : ""));
-  auto pulled = pull(ref, auth);
-  entry->completed++;
-  if (!pulled) return pulled.take_error();
-  log_info("pulled " + ref + " as " + *pulled);
-  if (auth) {
-    mark_private(ref);
-    std::lock_guard l(mu_);
-    checked_[check_key(ref, auth)] = std::chrono::steady_clock::now();
+  entry->pull = pull;
+  {
+    std::lock_guard l(threads_mu_);
+    threads_++;
   }
-  config = read_config(ref, present);
-  if (config && !present) return fail("image " + ref + " vanished from the store right after its pull");
-  return config;
+  try {
+    std::thread([this, ref, auth, entry, pull] { run_pull(ref, auth, entry, pull); }).detach();
+  } catch (const std::system_error& e) {
+    // No thread: the pull fails at once, its waiters told.
+    {
+      std::lock_guard l(threads_mu_);
+      threads_--;
+    }
+    entry->pull.reset();
+    std::lock_guard l(pull->mu);
+    pull->done = true;
+    pull->result = fail("crispd cannot start a thread to pull " + ref + " (" + e.what() + "): try again");
+  }
+  return pull;
+}
+
+void ImageStore::run_pull(const std::string& ref, const std::optional<RegistryCredential>& auth,
+                          const std::shared_ptr<Entry>& entry, const std::shared_ptr<Pull>& pull) {
+  std::thread watcher([&] { watch_pull(ref, *pull); });
+  auto pulled = pull_retrying(ref, auth, *pull);
+  {
+    std::lock_guard l(pull->mu);
+    pull->call_over = true;  // the watcher stops
+  }
+  pull->cv.notify_all();
+  watcher.join();
+  Status result = Ok{};
+  if (pulled) {
+    log_info("pulled " + ref + " as " + *pulled);
+    if (auth) {
+      mark_private(ref);
+      std::lock_guard l(mu_);
+      checked_[check_key(ref, auth)] = std::chrono::steady_clock::now();
+    }
+  } else {
+    counters_.failed++;
+    abandon(ref, *pull);
+    result = pulled.take_error();
+  }
+  {
+    std::lock_guard l(entry->mu);
+    entry->pull.reset();
+  }
+  {
+    std::lock_guard l(pull->mu);
+    pull->result = std::move(result);
+    pull->done = true;
+  }
+  pull->cv.notify_all();
+  std::lock_guard l(threads_mu_);
+  threads_--;
+  threads_cv_.notify_all();
+}
+
+// A registry's 429 is tried again after a pause (containerd does not pass its Retry-After on).
+Result<std::string> ImageStore::pull_retrying(const std::string& ref, const std::optional<RegistryCredential>& auth,
+                                              Pull& pull) {
+  std::string who = auth ? " as " + auth->username : "";
+  for (size_t attempt = 0;; ++attempt) {
+    auto pulled = cri_.pull_image(ref, cri_auth(auth), &pull.canceller);
+    if (pulled) return pulled;
+    std::unique_lock l(pull.mu);
+    if (pull.stalled) {
+      counters_.stalled++;
+      log_warn("pull of " + ref + who + " cut: nothing arrived for " + std::to_string(watch_.stall_limit.count()) + " s");
+      return fail(stall_line(ref, watch_.stall_limit));
+    }
+    log_warn("pull of " + ref + who + " failed: " + pulled.error());
+    PullError why = explain_pull_error(ref, pulled.error(), watch_.rate_limit_pauses.size());
+    if (why.kind != PullFailure::kRateLimited || attempt >= watch_.rate_limit_pauses.size() ||
+        pulled.error_kind() == ErrorKind::kCancelled)
+      return fail(why.line);
+    // A cancel (crispd stopping) ends the pause.
+    if (pull.cv.wait_for(l, watch_.rate_limit_pauses[attempt], [&] { return pull.canceller.cancelled(); }))
+      return fail(why.line);
+  }
+}
+
+Status ImageStore::wait_for(Pull& pull, const PullWaiter& waiter) {
+  auto start = std::chrono::steady_clock::now();
+  auto last_line = start - watch_.progress_every;
+  std::unique_lock l(pull.mu);
+  while (!pull.done) {
+    pull.cv.wait_for(l, std::chrono::seconds(1));
+    if (pull.done) break;
+    auto now = std::chrono::steady_clock::now();
+    std::string line = now - start >= watch_.progress_after && now - last_line >= watch_.progress_every ? pull.line : "";
+    l.unlock();
+    if (waiter.stop)
+      if (auto why = waiter.stop()) return fail(ErrorKind::kCancelled, *why);
+    if (!line.empty() && waiter.progress) {
+      waiter.progress(line);
+      last_line = now;
+    }
+    l.lock();
+  }
+  return pull.result;
+}
+
+namespace {
+
+constexpr int64_t kManifestMax = 4 << 20;
+
+// The manifest this pull fetched: of the image's repository (containerd labels content with
+// its source) and naming, among its children (the labels containerd puts on a manifest), a
+// blob being fetched now. Other manifests of the repository are whole images already.
+std::optional<std::vector<Blob>> find_manifest(ContentClient& content, const ImageRef& image,
+                                               const std::set<std::string>& ingesting) {
+  // containerd's label names the registry's host without its port.
+  size_t colon = image.registry.rfind(':');
+  std::string host = colon == std::string::npos || image.registry.back() == ']' ? image.registry
+                                                                                : image.registry.substr(0, colon);
+  auto infos = content.with_label("containerd.io/distribution.source." + host, image.repository);
+  if (!infos) return std::nullopt;
+  for (const ContentInfo& i : *infos) {
+    bool fetching = false;
+    for (const auto& [key, value] : i.labels)
+      fetching = fetching || (key.starts_with("containerd.io/gc.ref.content.") && ingesting.count(value));
+    if (!fetching) continue;
+    auto text = content.read(i.digest, kManifestMax);
+    if (!text) return std::nullopt;
+    return manifest_blobs(*text);
+  }
+  return std::nullopt;
+}
+
+// One look at the content store: how far the pull is. blobs and present are
+// filled in as they become known.
+Result<PullAmount> sample_content(ContentClient& content, const std::optional<ImageRef>& image, int64_t since_ns,
+                                  std::optional<std::vector<Blob>>& blobs, std::set<std::string>& present) {
+  auto listed = content.ingests();
+  if (!listed) return listed.take_error();
+  std::vector<IngestBytes> ingests;
+  std::set<std::string> ingesting;
+  for (const Ingest& i : *listed) {
+    ingests.push_back({i.ref, i.offset, i.total, i.started_ns});
+    ingesting.insert(ingest_digest(i.ref));
+  }
+  if (!blobs && image) blobs = find_manifest(content, *image, ingesting);
+  if (blobs)
+    for (const Blob& b : *blobs)
+      if (!present.count(b.digest) && !ingesting.count(b.digest))
+        if (auto info = content.info(b.digest); info && *info) present.insert(b.digest);
+  return tally(blobs, ingests, present, since_ns);
+}
+
+}  // namespace
+
+void ImageStore::watch_pull(const std::string& ref, Pull& pull) {
+  if (!watch_.content) return;
+  auto image = parse_image_ref(ref);
+  std::optional<ImageRef> parsed = image ? std::optional<ImageRef>(*image) : std::nullopt;
+  std::optional<std::vector<Blob>> blobs;
+  std::set<std::string> present;
+  using Clock = std::chrono::steady_clock;
+  std::deque<std::pair<Clock::time_point, int64_t>> recent;  // (when, bytes done), the last 10 s: the rate
+  int64_t last_moved = -1;
+  auto last_change = Clock::now();
+  bool told = false;
+  std::unique_lock l(pull.mu);
+  while (!pull.call_over) {
+    pull.cv.wait_for(l, std::chrono::seconds(1));
+    if (pull.call_over) break;
+    l.unlock();
+    auto amount = sample_content(*watch_.content, parsed, pull.started_ns, blobs, present);
+    auto now = Clock::now();
+    if (!amount && !told) log_warn("cannot follow the pull of " + ref + " in containerd's content store: " + amount.error());
+    told = told || !amount;
+    l.lock();
+    if (!amount) continue;  // no stall limit without a view of the bytes
+    if (amount->moved != last_moved) {
+      last_moved = amount->moved;
+      last_change = now;
+    }
+    recent.emplace_back(now, amount->done);
+    while (recent.size() > 1 && now - recent.front().first > std::chrono::seconds(10)) recent.pop_front();
+    double seconds = std::chrono::duration<double>(now - recent.front().first).count();
+    double rate = seconds > 0 ? static_cast<double>(std::max<int64_t>(0, amount->done - recent.front().second)) / seconds : 0;
+    pull.line = progress_line(ref, *amount, rate);
+    pull.blobs = blobs;
+    if (now - last_change >= watch_.stall_limit) {
+      pull.stalled = true;
+      pull.canceller.cancel();
+      break;
+    }
+  }
+}
+
+void ImageStore::abandon(const std::string& ref, Pull& pull) {
+  if (!watch_.content) return;
+  bool others = false;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [r, entry] : entries_) {
+      std::lock_guard l(entry->mu);
+      others = others || (entry->pull && entry->pull.get() != &pull);
+    }
+  }
+  std::optional<std::vector<Blob>> blobs;
+  {
+    std::lock_guard l(pull.mu);
+    blobs = pull.blobs;
+  }
+  // Without its manifest, the pull's ingests are told apart only when no other pull runs.
+  if (!blobs && others) return;
+  auto ingests = watch_.content->ingests();
+  if (!ingests) return log_warn("cannot list the ingests of the failed pull of " + ref + ": " + ingests.error());
+  int aborted = 0;
+  for (const Ingest& i : *ingests)
+    if (ingest_of_pull({i.ref, i.offset, i.total, i.started_ns}, blobs, pull.started_ns)) {
+      if (auto s = watch_.content->abort(i.ref); !s) log_warn("aborting " + i.ref + ": " + s.error());
+      else aborted++;
+    }
+  if (aborted) log_info("aborted " + std::to_string(aborted) + " partial download(s) of " + ref);
 }
 
 }  // namespace crisp

@@ -1,10 +1,13 @@
 // The node's images as crispd sees them: present ones are read from the store,
-// missing ones are pulled through CRI, and concurrent requests for one image
-// wait on a single pull.
+// missing ones are pulled through CRI, each pull on a thread of its own, and
+// concurrent requests for one image wait on a single pull. A waiter may leave
+// (its step was cancelled) while the pull goes on for the next; a pull with no
+// byte arriving for the stall limit is cut and its ingests aborted.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -12,9 +15,11 @@
 #include <set>
 #include <string>
 
+#include "agent/cri/content_client.h"
 #include "agent/cri/cri_client.h"
 #include "agent/cri/spec_builder.h"
 #include "agent/images/pull_error.h"
+#include "agent/images/pull_progress.h"
 #include "agent/images/registry_auth.h"
 
 namespace crisp {
@@ -23,6 +28,26 @@ struct PullCounters {
   std::atomic<uint64_t> started{0};
   std::atomic<uint64_t> merged{0};
   std::atomic<uint64_t> cached{0};
+  std::atomic<uint64_t> failed{0};
+  std::atomic<uint64_t> stalled{0};
+};
+
+// What a request waiting on a pull is asked and told.
+struct PullWaiter {
+  // Checked every second while it waits: why to stop waiting (its step ended), if so.
+  std::function<std::optional<std::string>()> stop;
+  // A progress line, once the wait has taken a few seconds and then every few.
+  std::function<void(const std::string&)> progress;
+};
+
+// How pulls are watched (crispd's flags).
+struct PullWatch {
+  ContentClient* content = nullptr;  // null: no progress and no stall limit
+  std::chrono::seconds stall_limit{60};
+  std::chrono::seconds progress_after{3};
+  std::chrono::seconds progress_every{5};
+  // 429 Too Many Requests: tries after the first, with these pauses between them.
+  std::vector<std::chrono::seconds> rate_limit_pauses{std::chrono::seconds(5), std::chrono::seconds(15)};
 };
 
 // Who may use an image already on the node (crispd --private-images).
@@ -37,7 +62,11 @@ class ImageStore {
   // private_list: the file that remembers, across restarts, which images were
   // pulled with credentials (empty: memory only).
   explicit ImageStore(CriClient& cri, PrivateImagePolicy policy = PrivateImagePolicy::kPrivate,
-                      std::string private_list = "");
+                      std::string private_list = "", PullWatch watch = {});
+  // Cuts the pulls under way and waits for their threads.
+  ~ImageStore();
+  ImageStore(const ImageStore&) = delete;
+  ImageStore& operator=(const ImageStore&) = delete;
 
   // Credentials for a pull, looked up only when one is needed: reading a
   // user's files costs a process, and a malformed one fails only a pull.
@@ -47,7 +76,13 @@ class ImageStore {
   // guards is used only once the registry accepts these credentials for it:
   // CRI pulls it again with them, which checks its manifest and downloads
   // nothing already present (as kubelet's "ensure secret pulled images").
-  Result<ImageConfig> ensure(const std::string& ref, const CredentialSource& credentials = {});
+  // An error of kind kCancelled when waiter.stop said to stop.
+  Result<ImageConfig> ensure(const std::string& ref, const CredentialSource& credentials = {},
+                             const PullWaiter& waiter = {});
+  // Starts pulling the image unless it is present or being pulled, and returns at once
+  // (the job prolog's): true when a pull is under way. A guarded present image is left
+  // for its steps to check.
+  Result<bool> prefetch(const std::string& ref, const CredentialSource& credentials);
   bool is_private(const std::string& ref);
   // The config of an image a container already runs (a named one being
   // joined): its user was checked when it was made. Pulled again only if gone.
@@ -55,14 +90,36 @@ class ImageStore {
   const PullCounters& counters() const { return counters_; }
 
  private:
+  // One CRI pull under way, on its own thread; its waiters hold it.
+  struct Pull {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool call_over = false;       // under mu: CRI answered (the watcher stops)
+    bool done = false;            // under mu: result is set, entry's pull reset
+    Status result = Ok{};         // under mu, once done
+    std::string line;             // the latest progress line; under mu
+    bool stalled = false;         // under mu: the watcher cut it
+    int64_t started_ns = 0;       // wall clock, as containerd stamps ingests
+    std::optional<std::vector<Blob>> blobs;  // its manifest's, once the watcher found it; under mu
+    CallCanceller canceller;
+  };
   struct Entry {
-    std::mutex pulling;
-    // Pulls finished: a request that sees this grow while it waits for
-    // `pulling` was merged into a pull under way.
-    std::atomic<uint64_t> completed{0};
+    std::mutex mu;                // checks of the store, and `pull`
+    std::shared_ptr<Pull> pull;   // the one under way, if any
   };
   std::shared_ptr<Entry> entry_for(const std::string& ref);
   Result<ImageConfig> read_config(const std::string& ref, bool& present);
+  // Call with entry.mu held: a new pull of ref, on a thread of its own.
+  std::shared_ptr<Pull> start_pull(const std::string& ref, const std::optional<RegistryCredential>& auth,
+                                   const std::shared_ptr<Entry>& entry);
+  void run_pull(const std::string& ref, const std::optional<RegistryCredential>& auth,
+                const std::shared_ptr<Entry>& entry, const std::shared_ptr<Pull>& pull);
+  Result<std::string> pull_retrying(const std::string& ref, const std::optional<RegistryCredential>& auth, Pull& pull);
+  // Samples the content store every second until the pull is done: its progress line, and the stall limit.
+  void watch_pull(const std::string& ref, Pull& pull);
+  // A failed pull's ingests go: nothing half-fetched is left.
+  void abandon(const std::string& ref, Pull& pull);
+  Status wait_for(Pull& pull, const PullWaiter& waiter);
   Result<std::string> pull(const std::string& ref, const std::optional<RegistryCredential>& auth);
   // Call with the image's entry locked: the registry accepts these credentials for it (checks cached an hour).
   Status recheck(const std::string& ref, const CredentialSource& credentials);
@@ -76,6 +133,10 @@ class ImageStore {
   std::set<std::string> private_;                                      // under mu_
   std::map<std::string, std::chrono::steady_clock::time_point> checked_;  // image and credential -> when; under mu_
   PullCounters counters_;
+  PullWatch watch_;
+  std::mutex threads_mu_;
+  std::condition_variable threads_cv_;
+  int threads_ = 0;  // pull threads running; under threads_mu_
 };
 
 

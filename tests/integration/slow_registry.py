@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""A registry proxy on loopback that delays every blob download: a cold pull
-through it takes as long as the test wants, to show how Slurm lives with it.
-usage: slow_registry.py LISTEN_PORT UPSTREAM_PORT DELAY_SECONDS"""
+"""A registry proxy on loopback that delays every blob download and, given a
+rate, trickles blob bodies at that many bytes a second: a cold pull through it
+takes as long as the test wants, to show how Slurm lives with it.
+usage: slow_registry.py LISTEN_PORT UPSTREAM_PORT DELAY_SECONDS [BYTES_PER_SECOND]"""
 import http.client
 import http.server
 import socketserver
@@ -9,6 +10,7 @@ import sys
 import time
 
 listen_port, upstream_port, delay = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+rate = int(sys.argv[4]) if len(sys.argv) > 4 else 0
 
 
 class Proxy(http.server.BaseHTTPRequestHandler):
@@ -27,8 +29,16 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        if self.command != "HEAD":
+        if self.command == "HEAD":
+            return
+        if not rate or "/blobs/" not in self.path:
             self.wfile.write(body)
+            return
+        chunk = max(1, rate // 10)
+        for i in range(0, len(body), chunk):
+            self.wfile.write(body[i:i + chunk])
+            self.wfile.flush()
+            time.sleep(0.1)
 
     do_GET = do_HEAD = forward
 

@@ -616,7 +616,7 @@ TEST_F(AgentTest, APrivateImageIsUsedOnlyWithCredentialsTheRegistryAccepts) {
   fake_.refuse_user = "mallory";
   auto refused = store.ensure(img, as("mallory"));
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().find("the registry refused access to image " + img), std::string::npos) << refused.error();
+  EXPECT_NE(refused.error().find("the registry 127.0.0.1:5002 refused access to image " + img), std::string::npos) << refused.error();
   ASSERT_TRUE(store.ensure(img, as("bob")).ok());
   EXPECT_EQ(fake_.pull_user, "bob") << "bob's credentials were checked by the registry";
   int pulls = fake_.pulls;

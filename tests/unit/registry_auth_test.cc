@@ -70,15 +70,15 @@ TEST(DockerConfig, MalformedFilesAreErrorsNotExceptions) {
 
 TEST(PullErrors, SayWhatToFix) {
   const std::string ref = "r:5000/x:1";
-  EXPECT_EQ(crisp::explain_pull_error(ref, "failed to resolve reference \"r:5000/x:1\": not found"),
+  auto line = [&](const std::string& e) { return crisp::explain_pull_error(ref, e, 2).line; };
+  EXPECT_EQ(line("failed to resolve reference \"r:5000/x:1\": not found"),
             "image r:5000/x:1 was not found in its registry: check the name and tag");
-  EXPECT_EQ(crisp::explain_pull_error(ref, "pulling from host r:5000 failed with status code 401 Unauthorized: unauthorized"),
-            "the registry refused access to image r:5000/x:1: put credentials for its registry in "
+  EXPECT_EQ(line("pulling from host r:5000 failed with status code 401 Unauthorized: unauthorized"),
+            "the registry r:5000 refused access to image r:5000/x:1 (401 Unauthorized): put credentials for it in "
             "~/.config/enroot/.credentials (netrc) or ~/.docker/config.json");
-  EXPECT_NE(crisp::explain_pull_error(ref, "dial tcp 127.0.0.1:5999: connect: connection refused")
-                .find("cannot reach the registry of image r:5000/x:1"),
+  EXPECT_NE(line("dial tcp 127.0.0.1:5999: connect: connection refused").find("cannot reach the registry r:5000 of image r:5000/x:1"),
             std::string::npos);
-  EXPECT_EQ(crisp::explain_pull_error(ref, "disk full"), "cannot pull image r:5000/x:1: disk full");
+  EXPECT_EQ(line("disk full"), "cannot pull image r:5000/x:1: disk full");
 }
 
 }  // namespace
