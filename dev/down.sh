@@ -26,12 +26,13 @@ say "stopping containerd and the registry"
 stop_daemon "$RUN/containerd.pid"
 stop_daemon "$RUN/registry.pid"
 stop_daemon "$RUN/registry-auth.pid"
+stop_daemon "$RUN/registry-cache-daemon.pid"
 # containerd-shim processes outlive containerd by design.
 pkill -f "containerd-shim-runc-v2 -namespace k8s.io -address $CONTAINERD_SOCK" 2>/dev/null || true
 if ((purge)); then
   say "purging state"
   grep -o "[^ ]*/crisp/containerd[^ ]*" /proc/mounts | sort -r | xargs -r umount -l 2>/dev/null || true
-  rm -rf /var/lib/crisp/containerd /run/crisp/containerd "$STATE/registry" "$STATE/registry-auth"
+  rm -rf /var/lib/crisp/containerd /run/crisp/containerd "$STATE/registry" "$STATE/registry-auth" "$STATE/registry-cache"
   node2_remove
   rm -rf /var/lib/crisp-n2 /run/crisp-n2 /var/spool/slurmd-n2 /tmp-n2
 fi

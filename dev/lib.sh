@@ -14,6 +14,10 @@ AUTH_REGISTRY=127.0.0.1:5002
 AUTH_USER=crisp
 AUTH_PASSWORD=crisp-secret
 PRIVATE_IMAGE=$AUTH_REGISTRY/crisp-test/private:latest
+# A pull-through cache (nginx) in front of $REGISTRY, and the registry name whose
+# hosts.toml sends pulls through it, as a site's cache per rack.
+CACHE_REGISTRY=127.0.0.1:5003
+CACHE_NAME=cache.crisp.test
 CONTAINERD_SOCK=/run/crisp/containerd.sock
 CRISPD_SOCK=/run/crisp/crispd.sock
 SLURM_PLUGINDIR=/usr/lib/x86_64-linux-gnu/slurm-wlm
@@ -27,7 +31,7 @@ PACKAGES=(
   libgrpc++-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev googletest libgtest-dev libcurl4-openssl-dev libslurm-dev
   slurmctld slurmd slurm-client munge containerd runc docker-registry skopeo umoci busybox-static debootstrap
   procps psmisc curl python3 iproute2 util-linux debhelper lintian rpm libpmix-dev libopenmpi-dev libmpich-dev
-  clang libclang-rt-14-dev libseccomp-dev dpkg-dev squashfs-tools
+  clang libclang-rt-14-dev libseccomp-dev dpkg-dev squashfs-tools nginx-light
 )
 
 source "$CRISP_SRC/dev/node2.sh"
@@ -45,6 +49,12 @@ install_packages() {
   say "installing ${missing[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Debian starts its own nginx on every interface's port 80: the cluster runs its own, on loopback.
+  if [[ " ${missing[*]} " == *" nginx-light "* ]]; then
+    systemctl disable --now nginx >/dev/null 2>&1 || true
+    [[ -f /run/nginx.pid ]] && kill "$(cat /run/nginx.pid)" 2>/dev/null
+  fi
+  return 0
 }
 
 build_and_install() {

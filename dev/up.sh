@@ -52,8 +52,24 @@ REG
 start_daemon registry-auth "$RUN/registry-auth.pid" /usr/bin/docker-registry serve /etc/crisp/dev-registry-auth.yml
 wait_for registry-auth 15 curl -sf -u "$AUTH_USER:$AUTH_PASSWORD" "http://$AUTH_REGISTRY/v2/"
 
+say "starting the pull-through cache on $CACHE_REGISTRY (images named $CACHE_NAME/...)"
+mkdir -p "$STATE/registry-cache/tmp"
+chown -R nobody:nogroup "$STATE/registry-cache"  # nginx's workers
+sed -e "s|@UPSTREAM@|http://$REGISTRY|" -e "s|@LISTEN@|$CACHE_REGISTRY|" -e "s|@CACHE@|$STATE/registry-cache|" \
+  -e "s|@RUN@|$RUN|" -e "s|@LOG@|$LOGS/registry-cache.log|" -e "s|@ACCESS_LOG@|$LOGS/registry-cache-access.log|" \
+  "$CRISP_SRC/conf-examples/registry-cache/nginx.conf" >/etc/crisp/dev-registry-cache.conf
+start_daemon registry-cache "$RUN/registry-cache-daemon.pid" /usr/sbin/nginx -c /etc/crisp/dev-registry-cache.conf -g 'daemon off;'
+wait_for registry-cache 15 curl -sf "http://$CACHE_REGISTRY/v2/"
+
 say "starting crisp's containerd ($CONTAINERD_SOCK)"
-mkdir -p /etc/crisp/containerd/certs.d
+mkdir -p /etc/crisp/containerd/certs.d "/etc/crisp/containerd/certs.d/$CACHE_NAME"
+# Images named $CACHE_NAME/... come through the cache, the registry itself the last resort.
+cat >"/etc/crisp/containerd/certs.d/$CACHE_NAME/hosts.toml" <<HOSTS
+server = "http://$REGISTRY"
+
+[host."http://$CACHE_REGISTRY"]
+  capabilities = ["pull", "resolve"]
+HOSTS
 sed "s|@SANDBOX_IMAGE@|$REGISTRY/crisp/pause:latest|" "$CRISP_SRC/conf-examples/containerd-crisp.toml" >/etc/crisp/containerd.toml
 start_daemon containerd "$RUN/containerd.pid" /usr/bin/containerd --config /etc/crisp/containerd.toml
 wait_for containerd 30 ctr --address "$CONTAINERD_SOCK" version
@@ -103,6 +119,9 @@ ReturnToService=2
 # More CPUs than the machine has, so tests and benchmarks can run many steps at once.
 SlurmdParameters=config_overrides
 PlugStackConfig=/etc/slurm/plugstack.conf
+# The prolog (crisp's starts pulling the job's image) runs on every node at allocation,
+# not when the node's first step arrives.
+PrologFlags=Alloc
 # Four fake GPUs on this node (dev/fake_gpus.sh).
 GresTypes=gpu
 NodeName=$node NodeAddr=$NODE1_IP CPUs=32 RealMemory=8000 Gres=gpu:4 State=UNKNOWN

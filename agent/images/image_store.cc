@@ -266,9 +266,14 @@ Result<std::string> ImageStore::pull_retrying(const std::string& ref, const std:
     if (why.kind != PullFailure::kRateLimited || attempt >= watch_.rate_limit_pauses.size() ||
         pulled.error_kind() == ErrorKind::kCancelled)
       return fail(why.line);
+    auto pause = watch_.rate_limit_pauses[attempt];
+    pull.line = "pulling " + ref + ": the registry is limiting pulls (429), trying again in " +
+                std::to_string(pause.count()) + " s";
+    pull.pausing = true;
     // A cancel (crispd stopping) ends the pause.
-    if (pull.cv.wait_for(l, watch_.rate_limit_pauses[attempt], [&] { return pull.canceller.cancelled(); }))
-      return fail(why.line);
+    bool cancelled = pull.cv.wait_for(l, pause, [&] { return pull.canceller.cancelled(); });
+    pull.pausing = false;
+    if (cancelled) return fail(why.line);
   }
 }
 
@@ -363,7 +368,8 @@ void ImageStore::watch_pull(const std::string& ref, Pull& pull) {
     if (!amount && !told) log_warn("cannot follow the pull of " + ref + " in containerd's content store: " + amount.error());
     told = told || !amount;
     l.lock();
-    if (!amount) continue;  // no stall limit without a view of the bytes
+    if (pull.pausing) last_change = now;  // the registry asked for the pause
+    if (!amount || pull.pausing) continue;  // no stall limit without a view of the bytes
     if (amount->moved != last_moved) {
       last_moved = amount->moved;
       last_change = now;

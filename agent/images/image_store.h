@@ -47,7 +47,7 @@ struct PullWatch {
   std::chrono::seconds progress_after{3};
   std::chrono::seconds progress_every{5};
   // 429 Too Many Requests: tries after the first, with these pauses between them.
-  std::vector<std::chrono::seconds> rate_limit_pauses{std::chrono::seconds(5), std::chrono::seconds(15)};
+  std::vector<std::chrono::seconds> rate_limit_pauses{std::chrono::seconds(2), std::chrono::seconds(8)};
 };
 
 // Who may use an image already on the node (crispd --private-images).
@@ -99,6 +99,7 @@ class ImageStore {
     Status result = Ok{};         // under mu, once done
     std::string line;             // the latest progress line; under mu
     bool stalled = false;         // under mu: the watcher cut it
+    bool pausing = false;         // under mu: between tries after a 429 (no bytes expected)
     int64_t started_ns = 0;       // wall clock, as containerd stamps ingests
     std::optional<std::vector<Blob>> blobs;  // its manifest's, once the watcher found it; under mu
     CallCanceller canceller;

@@ -13,8 +13,8 @@ std::string registry_of(const std::string& ref) {
 PullFailure classify(const std::string& e) {
   auto has = [&](const char* s) { return e.find(s) != std::string::npos; };
   if (has("no space left on device")) return PullFailure::kNoSpace;
-  if (has("429") || has("oomanyrequests") || has("Too Many Requests")) return PullFailure::kRateLimited;
-  if (has("403") || has("Forbidden") || has("forbidden")) return PullFailure::kForbidden;
+  if (has("429 Too Many Requests") || has("oomanyrequests") || has("OOMANYREQUESTS")) return PullFailure::kRateLimited;
+  if (has("403 Forbidden")) return PullFailure::kForbidden;
   if (has("nauthorized") || has(" 401 ") || has("authentication required") || has("denied"))
     return PullFailure::kUnauthorized;
   if (has("x509:") || has("tls:") || has("certificate") || has("first record does not look like a TLS handshake"))

@@ -84,8 +84,9 @@ std::string human_bytes(int64_t bytes) {
 }
 
 std::string progress_line(const std::string& image, const PullAmount& amount, double bytes_per_s) {
-  std::string done = human_bytes(amount.done);
   std::string text = "pulling " + image + ": ";
+  if (amount.done == 0 && amount.total == 0) return text + "waiting for the registry";
+  std::string done = human_bytes(amount.done);
   if (amount.total > 0) {
     std::string total = human_bytes(amount.total);
     // "1.2 of 5.6 GB" when both share a unit.

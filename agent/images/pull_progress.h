@@ -47,7 +47,8 @@ bool ingest_of_pull(const IngestBytes& ingest, const std::optional<std::vector<B
 
 // "1.2 GB", "350 MB", "12 kB" (decimal units, as registries and crictl show sizes).
 std::string human_bytes(int64_t bytes);
-// "pulling IMAGE: 1.2 of 5.6 GB, 180 MB/s" (or "1.2 GB so far" without a total).
+// "pulling IMAGE: 1.2 of 5.6 GB, 180 MB/s" ("1.2 GB so far" without a total, "waiting for
+// the registry" before anything arrived).
 std::string progress_line(const std::string& image, const PullAmount& amount, double bytes_per_s);
 
 }  // namespace crisp

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/../../dev/lib.sh"
 set +e -o pipefail
 source "$CRISP_SRC/tests/integration/lib.sh"
-for area in basics images lifecycle security attack pyxis everyday namespace squashfs multinode gpu; do
+for area in basics images pulls lifecycle security attack pyxis everyday namespace squashfs multinode gpu; do
   source "$CRISP_SRC/tests/integration/${area}_tests.sh"
 done
 
@@ -24,6 +24,13 @@ t nothing_left_after_a_job
 t concurrent_steps_of_one_job
 t scancel_kills_and_cleans_up
 t missing_image_fails_fast
+t prolog_pulls_the_jobs_image
+t scancel_during_a_slow_pull_ends_the_job
+t progress_lines_for_a_slow_pull_only
+t stalled_registry_fails_within_the_stall_limit
+t two_nodes_pull_each_layer_once_through_the_cache
+t registry_errors_each_get_their_line
+t full_disk_during_a_pull_leaves_nothing
 t malformed_input_rejected_before_allocation
 t inaccessible_mount_source
 t crispd_down_times_out_with_a_message
