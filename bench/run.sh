@@ -38,3 +38,5 @@ mkdir -p "$CRISP_SRC/bench/results"
   --bundle "$BENCH_DIR/bundle/small" --host-compute "$BENCH_DIR/compute" \
   --sqsh-small "$BENCH_DIR/small.sqsh" --sqsh-large "$BENCH_DIR/large.sqsh" \
   --crispctl "$PREFIX/bin/crispctl --socket $CRISPD_SOCK" "$@"
+/usr/bin/python3 "$CRISP_SRC/bench/prolog_pull.py" --out "$CRISP_SRC/bench/results" --registry "$REGISTRY" \
+  --user "$TEST_USER" --containerd "$CONTAINERD_SOCK" --node2-mnt "$NODE2_MNT"
