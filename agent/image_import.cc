@@ -60,7 +60,8 @@ Result<StepManager::ImportContainer> StepManager::make_import_container(const St
 }
 
 Result<v1::ImportResponse> StepManager::import_image(uint32_t uid, uint32_t gid, const std::string& image,
-                                                     const std::string& path) {
+                                                     const std::string& path,
+                                                     const PullWaiter& waiter) {
   static std::atomic<uint32_t> serial{0};
   auto t0 = std::chrono::steady_clock::now();
   auto ref = parse_image_ref(image);
@@ -69,9 +70,11 @@ Result<v1::ImportResponse> StepManager::import_image(uint32_t uid, uint32_t gid,
   if (!pw) return fail("uid " + std::to_string(uid) + " has no entry in the password database");
   UserCreds creds{uid, gid, {}};
   UserFiles files{creds, pw->home};
+  PullWaiter user_waiter = waiter;
+  user_waiter.uid = uid;
   auto config = images_.ensure(ref->canonical(), [&] {
     return credentials_for(uid == 0 ? nullptr : &files, settings_.registry_auth_file, ref->registry, ref->user);
-  });
+  }, user_waiter);
   if (!config) return config.take_error();
   auto out = create_beside_as_user(creds, path);
   if (!out) return fail("crispctl import: " + out.error());

@@ -321,7 +321,7 @@ v1::Response Server::handle(const v1::Request& req, const Peer& peer, const Pull
       return answer(steps_.save_step(req.save_step()), &v1::Response::mutable_save_step);
     case v1::Request::kImport:
       // Any user, into their own file, with their own registry credentials.
-      return answer(steps_.import_image(peer.uid, peer.gid, req.import().image(), req.import().path()),
+      return answer(steps_.import_image(peer.uid, peer.gid, req.import().image(), req.import().path(), waiter),
                     &v1::Response::mutable_import);
     case v1::Request::kRemoveNamed:
       // A user's own containers only; root may name anyone's.

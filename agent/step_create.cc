@@ -357,6 +357,7 @@ Status StepManager::pull_image(const v1::CreateStepRequest& req, Plan& plan) {
   std::string image = plan.ref.canonical();
   UserFiles user{plan.creds, plan.home.value_or("")};
   PullWaiter waiter = step_waiter(req, *plan.waiter);
+  waiter.uid = req.uid();
   auto config = images_.ensure(image, user_credentials(plan.home ? &user : nullptr, plan.ref.registry, req.registry_user()),
                                waiter);
   if (!config) return config.take_error();
@@ -400,7 +401,8 @@ Result<v1::PrefetchResponse> StepManager::prefetch(const v1::PrefetchRequest& re
   UserCreds creds{req.uid(), req.gid(), lookup_groups(entry->name, req.gid())};
   UserFiles user{creds, entry->home};
   auto pulling = images_.prefetch(ref->canonical(),
-                                  user_credentials(entry->home.empty() ? nullptr : &user, ref->registry, req.registry_user()));
+                                  user_credentials(entry->home.empty() ? nullptr : &user, ref->registry, req.registry_user()),
+                                  req.uid());
   if (!pulling) return pulling.take_error();
   prefetches++;
   if (*pulling) prefetch_pulls++;

@@ -105,7 +105,8 @@ class StepManager {
   // --container-save (step_save.cc).
   Result<v1::SaveStepResponse> save_step(const v1::SaveStepRequest& req);
   // crispctl import: image as a squashfs at path, the caller's file (image_import.cc).
-  Result<v1::ImportResponse> import_image(uint32_t uid, uint32_t gid, const std::string& image, const std::string& path);
+  Result<v1::ImportResponse> import_image(uint32_t uid, uint32_t gid, const std::string& image, const std::string& path,
+                                          const PullWaiter& waiter = {});
   // only_uid < 0: every job's steps.
   Result<v1::ListResponse> list(uint32_t job_id, int64_t only_uid);
 

@@ -159,7 +159,9 @@ Result<ImageConfig> ImageStore::ensure(const std::string& ref, const CredentialS
         if (waited) return fail("image " + ref + " vanished from the store right after its pull");
         auto found = look_up(credentials);
         if (!found) return found.take_error();
-        pull = start_pull(ref, *found, entry);
+        auto made = start_pull(ref, *found, entry, waiter.uid);
+        if (!made) return made.take_error();
+        pull = *made;
         started = true;
       }
     }
@@ -168,7 +170,7 @@ Result<ImageConfig> ImageStore::ensure(const std::string& ref, const CredentialS
   }
 }
 
-Result<bool> ImageStore::prefetch(const std::string& ref, const CredentialSource& credentials) {
+Result<bool> ImageStore::prefetch(const std::string& ref, const CredentialSource& credentials, uint32_t uid) {
   auto entry = entry_for(ref);
   std::lock_guard lock(entry->mu);
   if (entry->pull) return true;
@@ -178,13 +180,33 @@ Result<bool> ImageStore::prefetch(const std::string& ref, const CredentialSource
   if (present) return false;
   auto found = look_up(credentials);
   if (!found) return found.take_error();
-  start_pull(ref, *found, entry);
+  if (auto made = start_pull(ref, *found, entry, uid); !made) return made.take_error();
   return true;
 }
 
-std::shared_ptr<ImageStore::Pull> ImageStore::start_pull(const std::string& ref,
-                                                         const std::optional<RegistryCredential>& auth,
-                                                         const std::shared_ptr<Entry>& entry) {
+Status ImageStore::take_pull_slot(uint32_t uid) {
+  std::lock_guard l(threads_mu_);
+  int total = 0;
+  for (const auto& [u, n] : pulls_by_uid_) total += n;
+  if (total >= kMaxPulls)
+    return fail("crispd on this node is already pulling " + std::to_string(total) + " images: try again in a while");
+  if (uid != 0 && pulls_by_uid_[uid] >= kMaxPullsPerUser) {
+    return fail("you already have " + std::to_string(kMaxPullsPerUser) +
+                " image pulls under way on this node (cancelled steps' pulls go on): try again when they are done");
+  }
+  pulls_by_uid_[uid]++;
+  return Ok{};
+}
+
+void ImageStore::give_pull_slot(uint32_t uid) {
+  std::lock_guard l(threads_mu_);
+  if (--pulls_by_uid_[uid] <= 0) pulls_by_uid_.erase(uid);
+}
+
+Result<std::shared_ptr<ImageStore::Pull>> ImageStore::start_pull(const std::string& ref,
+                                                                 const std::optional<RegistryCredential>& auth,
+                                                                 const std::shared_ptr<Entry>& entry, uint32_t uid) {
+  if (auto s = take_pull_slot(uid); !s) return s.take_error();
   auto pull = std::make_shared<Pull>();
   pull->started_ns = wall_ns();
   counters_.started++;
@@ -195,23 +217,21 @@ std::shared_ptr<ImageStore::Pull> ImageStore::start_pull(const std::string& ref,
     threads_++;
   }
   try {
-    std::thread([this, ref, auth, entry, pull] { run_pull(ref, auth, entry, pull); }).detach();
+    std::thread([this, ref, auth, entry, pull, uid] { run_pull(ref, auth, entry, pull, uid); }).detach();
   } catch (const std::system_error& e) {
-    // No thread: the pull fails at once, its waiters told.
     {
       std::lock_guard l(threads_mu_);
       threads_--;
     }
+    give_pull_slot(uid);
     entry->pull.reset();
-    std::lock_guard l(pull->mu);
-    pull->done = true;
-    pull->result = fail("crispd cannot start a thread to pull " + ref + " (" + e.what() + "): try again");
+    return fail("crispd cannot start a thread to pull " + ref + " (" + e.what() + "): try again");
   }
   return pull;
 }
 
 void ImageStore::run_pull(const std::string& ref, const std::optional<RegistryCredential>& auth,
-                          const std::shared_ptr<Entry>& entry, const std::shared_ptr<Pull>& pull) {
+                          const std::shared_ptr<Entry>& entry, const std::shared_ptr<Pull>& pull, uint32_t uid) {
   std::thread watcher([&] { watch_pull(ref, *pull); });
   auto pulled = pull_retrying(ref, auth, *pull);
   {
@@ -243,6 +263,7 @@ void ImageStore::run_pull(const std::string& ref, const std::optional<RegistryCr
     pull->done = true;
   }
   pull->cv.notify_all();
+  give_pull_slot(uid);
   std::lock_guard l(threads_mu_);
   threads_--;
   threads_cv_.notify_all();
@@ -301,6 +322,7 @@ Status ImageStore::wait_for(Pull& pull, const PullWaiter& waiter) {
 namespace {
 
 constexpr int64_t kManifestMax = 4 << 20;
+constexpr int kInfoPerSample = 32;
 
 // The manifest this pull fetched: of the image's repository (containerd labels content with
 // its source) and naming, among its children (the labels containerd puts on a manifest), a
@@ -338,9 +360,11 @@ Result<PullAmount> sample_content(ContentClient& content, const std::optional<Im
     ingesting.insert(ingest_digest(i.ref));
   }
   if (!blobs && image) blobs = find_manifest(content, *image, ingesting);
+  // A few questions a second: the rest of a large image's blobs are asked about in later samples.
+  int asked = 0;
   if (blobs)
     for (const Blob& b : *blobs)
-      if (!present.count(b.digest) && !ingesting.count(b.digest))
+      if (!present.count(b.digest) && !ingesting.count(b.digest) && asked++ < kInfoPerSample)
         if (auto info = content.info(b.digest); info && *info) present.insert(b.digest);
   return tally(blobs, ingests, present, since_ns);
 }

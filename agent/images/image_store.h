@@ -38,6 +38,8 @@ struct PullWaiter {
   std::function<std::optional<std::string>()> stop;
   // A progress line, once the wait has taken a few seconds and then every few.
   std::function<void(const std::string&)> progress;
+  // Whose request: a pull it starts counts against that user's (0: an admin's, no limit).
+  uint32_t uid = 0;
 };
 
 // How pulls are watched (crispd's flags).
@@ -82,7 +84,10 @@ class ImageStore {
   // Starts pulling the image unless it is present or being pulled, and returns at once
   // (the job prolog's): true when a pull is under way. A guarded present image is left
   // for its steps to check.
-  Result<bool> prefetch(const std::string& ref, const CredentialSource& credentials);
+  Result<bool> prefetch(const std::string& ref, const CredentialSource& credentials, uint32_t uid);
+  // Pulls under way at once: on the node, and started by one user (a cancelled step's goes on).
+  static constexpr int kMaxPulls = 32;
+  static constexpr int kMaxPullsPerUser = 4;
   bool is_private(const std::string& ref);
   // The config of an image a container already runs (a named one being
   // joined): its user was checked when it was made. Pulled again only if gone.
@@ -110,11 +115,13 @@ class ImageStore {
   };
   std::shared_ptr<Entry> entry_for(const std::string& ref);
   Result<ImageConfig> read_config(const std::string& ref, bool& present);
-  // Call with entry.mu held: a new pull of ref, on a thread of its own.
-  std::shared_ptr<Pull> start_pull(const std::string& ref, const std::optional<RegistryCredential>& auth,
-                                   const std::shared_ptr<Entry>& entry);
+  // Call with entry.mu held: a new pull of ref, on a thread of its own, unless limits forbid.
+  Result<std::shared_ptr<Pull>> start_pull(const std::string& ref, const std::optional<RegistryCredential>& auth,
+                                           const std::shared_ptr<Entry>& entry, uint32_t uid);
+  Status take_pull_slot(uint32_t uid);
+  void give_pull_slot(uint32_t uid);
   void run_pull(const std::string& ref, const std::optional<RegistryCredential>& auth,
-                const std::shared_ptr<Entry>& entry, const std::shared_ptr<Pull>& pull);
+                const std::shared_ptr<Entry>& entry, const std::shared_ptr<Pull>& pull, uint32_t uid);
   Result<std::string> pull_retrying(const std::string& ref, const std::optional<RegistryCredential>& auth, Pull& pull);
   // Samples the content store every second until the pull is done: its progress line, and the stall limit.
   void watch_pull(const std::string& ref, Pull& pull);
@@ -138,6 +145,7 @@ class ImageStore {
   std::mutex threads_mu_;
   std::condition_variable threads_cv_;
   int threads_ = 0;  // pull threads running; under threads_mu_
+  std::map<uint32_t, int> pulls_by_uid_;  // under threads_mu_, as threads_
 };
 
 

@@ -8,10 +8,14 @@ namespace crisp {
 namespace {
 
 constexpr size_t kManifestMax = 4u << 20;
+// Beyond any real image (overlayfs stacks at most 128 layers; a blob of a petabyte): a
+// manifest past them is not followed, and sums of sizes cannot overflow.
+constexpr size_t kBlobsMax = 1024;
+constexpr int64_t kBlobSizeMax = int64_t{1} << 50;
 
 std::optional<Blob> blob_of(const nlohmann::json& d) {
   if (!d.is_object() || !d.contains("digest") || !d["digest"].is_string() || !d.contains("size") ||
-      !d["size"].is_number_integer() || d["size"].get<int64_t>() < 0)
+      !d["size"].is_number_integer() || d["size"].get<int64_t>() < 0 || d["size"].get<int64_t>() > kBlobSizeMax)
     return std::nullopt;
   return Blob{d["digest"].get<std::string>(), d["size"].get<int64_t>()};
 }
@@ -21,7 +25,8 @@ std::optional<Blob> blob_of(const nlohmann::json& d) {
 std::optional<std::vector<Blob>> manifest_blobs(const std::string& json) {
   if (json.size() > kManifestMax) return std::nullopt;
   auto doc = nlohmann::json::parse(json, nullptr, false);
-  if (!doc.is_object() || !doc.contains("layers") || !doc["layers"].is_array() || !doc.contains("config"))
+  if (!doc.is_object() || !doc.contains("layers") || !doc["layers"].is_array() || !doc.contains("config") ||
+      doc["layers"].size() >= kBlobsMax)
     return std::nullopt;
   std::vector<Blob> out;
   auto config = blob_of(doc["config"]);

@@ -167,3 +167,33 @@ test_full_disk_during_a_pull_leaves_nothing() {
   expect "one crisp line" one_crisp_line "$ERR"
   expect "no partial download left (${used} kB in ingest/)" equals "$((used < 64))" 1
 }
+
+# Attack: a user starts pulls and cancels their steps, leaving the pulls to run on (as they
+# do, for the next job): at most 4 of theirs at once, and crispd keeps serving.
+test_a_user_cannot_pile_up_pulls() {
+  local base=pile-$RANDOM i pids=()
+  push_unique_image "crisp-test/busybox:$base" 16
+  "${CRISPCTL[@]}" pull "$TEST_IMAGE" >/dev/null
+  python3 "$CRISP_SRC/tests/integration/slow_registry.py" 5001 5000 0 200000 2>"$LOGS/slow-registry.log" &
+  SLOW_PROXY=$!
+  wait_until 10 curl -sf -o /dev/null http://127.0.0.1:5001/v2/
+  # Five names of one slow image: five pulls as far as crispd can tell.
+  for i in 1 2 3 4 5; do
+    skopeo copy --quiet --src-tls-verify=false --dest-tls-verify=false "docker://$REGISTRY/crisp-test/busybox:$base" \
+      "docker://$REGISTRY/crisp-test/busybox:$base-$i"
+  done
+  for i in 1 2 3 4; do
+    as_user "${SRUN[@]}" --container-image="127.0.0.1:5001/crisp-test/busybox:$base-$i" true >/dev/null 2>&1 &
+    pids+=($!)
+  done
+  wait_until 15 bash -c "[[ \$(grep -c 'pulling 127.0.0.1:5001/crisp-test/busybox:$base' $LOGS/crispd.log) -ge 4 ]]"
+  run as_user "${SRUN[@]}" --container-image="127.0.0.1:5001/crisp-test/busybox:$base-5" true
+  expect "the fifth is refused with a line" contains "$ERR" "crisp: you already have 4 image pulls under way on this node"
+  expect "one crisp line" one_crisp_line "$ERR"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" true
+  expect "a step with an image present still runs" equals "$RC" 0
+  scancel -u "$TEST_USER"
+  wait "${pids[@]}" 2>/dev/null
+  stop_proxy
+  expect "the pulls end with the registry gone" wait_until 30 bash -c "[[ \$(tail -n 40 $LOGS/crispd.log | grep -c 'pull of 127.0.0.1:5001/crisp-test/busybox:$base-[1-4] failed') -ge 4 ]]"
+}

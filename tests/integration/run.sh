@@ -31,6 +31,7 @@ t stalled_registry_fails_within_the_stall_limit
 t two_nodes_pull_each_layer_once_through_the_cache
 t registry_errors_each_get_their_line
 t full_disk_during_a_pull_leaves_nothing
+t a_user_cannot_pile_up_pulls
 t malformed_input_rejected_before_allocation
 t inaccessible_mount_source
 t crispd_down_times_out_with_a_message

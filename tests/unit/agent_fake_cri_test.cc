@@ -285,6 +285,46 @@ TEST_F(AgentTest, ConcurrentRequestsForOneImageMakeOnePull) {
   EXPECT_EQ(images_->counters().cached, 1u);
 }
 
+// A cancelled step stops waiting at once; the pull goes on and the next request finds the image.
+TEST_F(AgentTest, AWaiterThatStopsLeavesThePullToFinish) {
+  fake_.pull_delay = 3s;
+  crisp::PullWaiter waiter;
+  waiter.stop = [&]() -> std::optional<std::string> {
+    return std::string("job 7 step 0 was cancelled while its image was pulled");
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = images_->ensure("127.0.0.1:5000/busybox:latest", {}, waiter);
+  auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error_kind(), crisp::ErrorKind::kCancelled);
+  EXPECT_EQ(r.error(), "job 7 step 0 was cancelled while its image was pulled");
+  EXPECT_LT(waited, 2500ms) << "it did not wait for the pull";
+  auto again = images_->ensure("127.0.0.1:5000/busybox:latest");
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ(fake_.pulls, 1) << "the second request merged into the pull under way";
+  EXPECT_EQ(images_->counters().merged, 1u);
+}
+
+// slurmctld's word that the step is over ends the wait, asked every few seconds only.
+TEST_F(AgentTest, AStepCancelledWhileItsImageIsPulledFailsAtOnce) {
+  fake_.pull_delay = 5s;
+  auto s = settings();
+  std::atomic<int> asked{0};
+  s.step_liveness = [&](uint32_t, uint32_t) {
+    asked++;
+    return crisp::JobLiveness::kOver;
+  };
+  crisp::StepManager steps(*client_, *images_, s);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = steps.create(step(31, 2));
+  auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), "job 31 step 2 was cancelled while its image was pulled");
+  EXPECT_LT(waited, 4500ms);
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(fake_.containers.size(), 0u) << "nothing made";
+}
+
 TEST_F(AgentTest, TheRootFilesystemGoesToTheStepsUserOrTheCreateIsUndone) {
   auto s = settings();
   std::vector<crisp::RootfsRequest> asked;

@@ -30,6 +30,11 @@ TEST(PullProgress, AManifestNamesItsConfigAndLayers) {
   EXPECT_FALSE(crisp::manifest_blobs(R"({"config": {"digest": "sha256:c"}, "layers": []})")) << "no size";
   EXPECT_FALSE(crisp::manifest_blobs(R"({"config": {"digest": "sha256:c", "size": -1}, "layers": []})"));
   EXPECT_FALSE(crisp::manifest_blobs(std::string(5u << 20, ' '))) << "bounded";
+  EXPECT_FALSE(crisp::manifest_blobs(R"({"config": {"digest": "sha256:c", "size": 18446744073709551615}, "layers": []})"))
+      << "sizes that would overflow a sum";
+  std::string many = R"({"config": {"digest": "sha256:c", "size": 1}, "layers": [)";
+  for (int i = 0; i < 2000; ++i) many += std::string(i ? "," : "") + R"({"digest": "sha256:l", "size": 1})";
+  EXPECT_FALSE(crisp::manifest_blobs(many + "]}")) << "a user's image cannot make crispd ask about 2000 blobs a second";
 }
 
 TEST(PullProgress, IngestRefsNameTheirDigest) {
