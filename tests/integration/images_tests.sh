@@ -16,9 +16,10 @@ test_concurrent_pulls_are_merged() {
   local b=$!
   wait $a; local rca=$?; wait $b; local rcb=$?
   expect "both steps succeed" equals "$rca$rcb" 00
+  # The jobs' prologs ask first (PrologFlags=Alloc): one starts the pull, the steps wait on it.
   expect "one CRI pull" equals "$(($(stat_of pulls_started) - started0))" 1
-  expect "the other step waited on it" equals "$(($(stat_of pulls_merged) - merged0 + $(stat_of pulls_cached) - cached0))" 1
-  expect "the second request overlapped the pull" equals "$(($(stat_of pulls_merged) - merged0))" 1
+  expect "both steps waited on it or found it" equals "$(($(stat_of pulls_merged) - merged0 + $(stat_of pulls_cached) - cached0))" 2
+  expect "a request overlapped the pull" equals "$(($(stat_of pulls_merged) - merged0 >= 1))" 1
   local blob_gets; blob_gets=$(tail -n +"$((log_lines0 + 1))" "$LOGS/registry.log" | grep -c "GET /v2/crisp-test/busybox/blobs/$layer")
   expect "the registry served the new layer once ($layer)" equals "$blob_gets" 1
 }
