@@ -200,7 +200,7 @@ test_private_image_needs_the_users_own_credentials() {
   mkdir -p /root/.config/enroot
   echo "machine $AUTH_REGISTRY login $AUTH_USER password wrong" >/root/.config/enroot/.credentials
   run "${SRUN[@]}" -w "$node" --container-image="$PRIVATE_IMAGE" true
-  expect_crisp_error "user B with credentials the registry refuses" "the registry refused access to image $PRIVATE_IMAGE"
+  expect_crisp_error "user B with credentials the registry refuses" "the registry $AUTH_REGISTRY refused access to image $PRIVATE_IMAGE"
   echo "machine $AUTH_REGISTRY login $AUTH_USER password $AUTH_PASSWORD" >/root/.config/enroot/.credentials
   run "${SRUN[@]}" -w "$node" --container-image="$PRIVATE_IMAGE" grep -o private /etc/os-release
   expect "user B with credentials the registry accepts runs it" equals "$OUT" private

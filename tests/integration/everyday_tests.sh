@@ -66,7 +66,7 @@ test_the_user_exists_inside() {
     "$(grep -l "^$TEST_USER:" "$SNAPSHOTS"/*/fs/etc/passwd 2>/dev/null | wc -l)" 0
 }
 
-APT_PORT=5003
+APT_PORT=5005
 
 # serve_apt_repository: a one-package apt repository (crisp-hello) on loopback,
 # made with dpkg-deb and dpkg-scanpackages, served until stop_apt_repository.

@@ -218,7 +218,7 @@ test_registry_credentials() {
   rm -rf "$home/.config/enroot" "$home/.docker"
   drop_private_image
   run as_user "${SRUN[@]}" --container-image="$PRIVATE_IMAGE" true
-  expect_crisp_error "no credentials" "the registry refused access to image $PRIVATE_IMAGE"
+  expect_crisp_error "no credentials" "the registry $AUTH_REGISTRY refused access to image $PRIVATE_IMAGE"
   as_user mkdir -p "$home/.config/enroot"
   echo "machine $AUTH_REGISTRY login $AUTH_USER password $AUTH_PASSWORD" | as_user tee "$home/.config/enroot/.credentials" >/dev/null
   run as_user "${SRUN[@]}" --container-image="$AUTH_USER@${AUTH_REGISTRY}#crisp-test/private" grep -o private /etc/os-release
