@@ -6,6 +6,8 @@
 source "$(dirname "$0")/lib.sh"
 need_root
 set +e
+# Each stage with the minutes it started at: where CI's time goes.
+say() { printf '\033[1m==> %s\033[0m (at %dm%02ds)\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
 
 install_packages || die "package installation failed"
 build_and_install || die "build failed"

@@ -62,7 +62,7 @@ test_scancel_during_a_slow_pull_ends_the_job() {
 
 test_progress_lines_for_a_slow_pull_only() {
   local tag=progress-$RANDOM$RANDOM t0=$SECONDS
-  trickle "$tag" 24 2000000
+  trickle "$tag" 12 2000000
   run as_user "${SRUN[@]}" --container-image="127.0.0.1:5001/crisp-test/busybox:$tag" sh -c 'test -f /payload && echo ran'
   local took=$((SECONDS - t0)) lines; lines=$(grep -c "^crisp: pulling " <<<"$ERR")
   stop_proxy
@@ -73,7 +73,7 @@ test_progress_lines_for_a_slow_pull_only() {
   push_unique_image "crisp-test/busybox:fast-$tag" 1
   run as_user "${SRUN[@]}" --container-image="$REGISTRY/crisp-test/busybox:fast-$tag" true
   expect "a fast pull prints none" lacks "$ERR" "crisp: pulling"
-  trickle "ctl-$tag" 16 2000000
+  trickle "ctl-$tag" 8 2000000
   run "${CRISPCTL[@]}" pull "127.0.0.1:5001/crisp-test/busybox:ctl-$tag"
   stop_proxy
   expect "crispctl pull shows the same" contains "$ERR" "crisp: pulling 127.0.0.1:5001/crisp-test/busybox:ctl-$tag: "
