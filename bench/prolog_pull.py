@@ -75,8 +75,8 @@ lines = ["", f"Time to first task of a 2-node job (`salloc -N2`, its script slee
          "| variant | s |", "|---|---:|"]
 lines += [f"| {k} | {v:.2f} |" for k, v in med.items()]
 lines += ["", "| target | measured | met |", "|---|---|---|",
-          f"| prolog pull hides ≥ 75 % of the pull behind the script's {SCRIPT_S} s | "
-          f"{hidden:.2f} of {min(SCRIPT_S, pull):.2f} s | {'yes' if hidden >= goal else '**no**'} |"]
+          f"| prolog pull hides ≥ 75 % of the pull, or of the script's {SCRIPT_S} s if less | "
+          f"{hidden:.2f} s of a {pull:.2f} s pull | {'yes' if hidden >= goal else '**no**'} |"]
 table = "\n".join(lines)
 print(table)
 with open(os.path.join(A.out, "summary.md"), "a") as f:
