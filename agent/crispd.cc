@@ -170,7 +170,7 @@ int serve(const Flags& f) {
   std::string list_dir = f.private_list.substr(0, f.private_list.rfind('/'));
   if (!list_dir.empty() && mkdir(list_dir.c_str(), 0700) != 0 && errno != EEXIST)
     crisp::log_warn("cannot create " + list_dir + ": " + crisp::errno_text(errno));
-  crisp::ContentClient content(f.endpoint, std::chrono::seconds(f.call_timeout));
+  crisp::ContentClient content(cri.channel(), std::chrono::seconds(f.call_timeout));
   crisp::PullWatch watch;
   watch.content = &content;
   // 0: a stall limit longer than any pull may take.

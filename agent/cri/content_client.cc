@@ -25,9 +25,8 @@ void prepare(grpc::ClientContext& ctx, std::chrono::seconds timeout) {
 
 }  // namespace
 
-ContentClient::ContentClient(const std::string& endpoint, std::chrono::seconds call_timeout)
-    : stub_(content::Content::NewStub(grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials()))),
-      call_timeout_(call_timeout) {}
+ContentClient::ContentClient(std::shared_ptr<grpc::Channel> channel, std::chrono::seconds call_timeout)
+    : stub_(content::Content::NewStub(channel)), call_timeout_(call_timeout) {}
 
 Result<std::vector<Ingest>> ContentClient::ingests() {
   grpc::ClientContext ctx;

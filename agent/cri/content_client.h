@@ -30,7 +30,8 @@ struct ContentInfo {
 
 class ContentClient {
  public:
-  ContentClient(const std::string& endpoint, std::chrono::seconds call_timeout);
+  // channel: CRI's own (CriClient::channel), one connection to containerd.
+  ContentClient(std::shared_ptr<grpc::Channel> channel, std::chrono::seconds call_timeout);
   Result<std::vector<Ingest>> ingests();
   // Blobs whose label key is value (containerd's filter syntax, quoted).
   Result<std::vector<ContentInfo>> with_label(const std::string& key, const std::string& value);

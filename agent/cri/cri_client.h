@@ -64,6 +64,8 @@ class CriClient {
   // canceller (optional) may cut it from another thread: an error of kind kCancelled.
   Result<std::string> pull_image(const std::string& ref, const std::optional<cri::AuthConfig>& auth,
                                  CallCanceller* canceller = nullptr);
+  // The connection to containerd, for its other services (content_client.h).
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
 
  private:
   std::shared_ptr<grpc::Channel> channel_;
