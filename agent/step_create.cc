@@ -35,6 +35,9 @@
 
 namespace crisp {
 
+// The request's slurmstepd has exited (0: a request without one, as crispctl's).
+static bool stepd_gone(int pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
+
 struct StepManager::Plan {
   JobIdentity scope;
   bool named = false;
@@ -159,7 +162,7 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   // A slurmstepd that gave up waiting (or died: its job cancelled, whose epilog
   // may already have run) will never use nor release this; a named container
   // would outlive its job.
-  if (req.stepd_pid() > 0 && kill(req.stepd_pid(), 0) != 0 && errno == ESRCH)
+  if (stepd_gone(req.stepd_pid()))
     return fail("slurmstepd " + std::to_string(req.stepd_pid()) + " exited while its container was made");
   auto started = process_start_time(plan.pid);
   if (!started) return fail("the step's container exited as it was made: " + started.error());
@@ -382,7 +385,7 @@ PullWaiter StepManager::step_waiter(const v1::CreateStepRequest& req, const Pull
             stepd = req.stepd_pid()]() -> std::optional<std::string> {
     if (req_stop)
       if (auto why = req_stop()) return why;
-    if (stepd > 0 && kill(stepd, 0) != 0 && errno == ESRCH) return "its slurmstepd exited";
+    if (stepd_gone(stepd)) return "its slurmstepd exited";
     auto now = std::chrono::steady_clock::now();
     if (!settings_.step_liveness || now - *last < kLivenessEvery) return std::nullopt;
     *last = now;

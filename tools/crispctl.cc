@@ -32,6 +32,24 @@ std::string age(int64_t created_ns) {
   return std::to_string(s / 3600) + "h";
 }
 
+// Every counter crispd keeps, "name value" a line (crisp.proto is lite: no reflection).
+void print_stats(const crisp::v1::StatsResponse& s) {
+  std::cout << "pulls_started " << s.pulls_started() << "\npulls_merged " << s.pulls_merged() << "\npulls_cached "
+            << s.pulls_cached() << "\nsteps_created " << s.steps_created() << "\nsteps_released " << s.steps_released()
+            << "\nswept " << s.swept() << "\npulls_failed " << s.pulls_failed() << "\npulls_stalled "
+            << s.pulls_stalled() << "\nprefetches " << s.prefetches() << "\nprefetch_pulls " << s.prefetch_pulls()
+            << "\n";
+}
+
+void print_steps(const crisp::v1::ListResponse& list) {
+  std::printf("%-10s %-12s %-7s %-14s %-18s %-6s %s\n", "JOB", "STEP", "UID", "CONTAINER", "STATE", "AGE", "IMAGE");
+  for (const auto& s : list.steps())
+    std::printf("%-10s %-12s %-7u %-14s %-18s %-6s %s\n", s.job_id() ? std::to_string(s.job_id()).c_str() : "-",
+                s.name().empty() ? crisp::slurm::step_name(s.step_id()).c_str() : ("name=" + s.name()).c_str(), s.uid(),
+                s.container_id().substr(0, 13).c_str(), s.state().c_str(), age(s.created_at_ns()).c_str(),
+                s.image().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,22 +114,12 @@ int main(int argc, char** argv) {
   if (*stats) {
     req.mutable_stats();
     if (int rc = call(socket, req, 10, resp)) return rc;
-    const auto& s = resp.stats();
-    std::cout << "pulls_started " << s.pulls_started() << "\npulls_merged " << s.pulls_merged() << "\npulls_cached "
-              << s.pulls_cached() << "\nsteps_created " << s.steps_created() << "\nsteps_released "
-              << s.steps_released() << "\nswept " << s.swept() << "\npulls_failed " << s.pulls_failed()
-              << "\npulls_stalled " << s.pulls_stalled() << "\nprefetches " << s.prefetches() << "\nprefetch_pulls "
-              << s.prefetch_pulls() << "\n";
+    print_stats(resp.stats());
     return 0;
   }
   // ps is the default.
   req.mutable_list()->set_job_id(job);
   if (int rc = call(socket, req, 10, resp)) return rc;
-  std::printf("%-10s %-12s %-7s %-14s %-18s %-6s %s\n", "JOB", "STEP", "UID", "CONTAINER", "STATE", "AGE", "IMAGE");
-  for (const auto& s : resp.list().steps())
-    std::printf("%-10s %-12s %-7u %-14s %-18s %-6s %s\n", s.job_id() ? std::to_string(s.job_id()).c_str() : "-",
-                s.name().empty() ? crisp::slurm::step_name(s.step_id()).c_str() : ("name=" + s.name()).c_str(), s.uid(),
-                s.container_id().substr(0, 13).c_str(), s.state().c_str(), age(s.created_at_ns()).c_str(),
-                s.image().c_str());
+  print_steps(resp.list());
   return 0;
 }

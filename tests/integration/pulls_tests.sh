@@ -4,8 +4,8 @@
 
 # stat_on NODE KEY: crispd's counter on the dev cluster's first node or on node 2.
 stat_on() {
-  if [[ $1 == "$NODE2" ]]; then in_node2 "${CRISPCTL[@]}" stats; else "${CRISPCTL[@]}" stats; fi |
-    awk -v k="$2" '$1 == k {print $2}'
+  [[ $1 == "$NODE2" ]] || { stat_of "$2"; return; }
+  in_node2 "${CRISPCTL[@]}" stats | awk -v k="$2" '$1 == k {print $2}'
 }
 
 # trickle TAG MB RATE: a fresh image crisp-test/busybox:TAG with an MB layer, served at
