@@ -22,7 +22,6 @@ int64_t wall_ns() {
       .count();
 }
 
-
 std::optional<cri::AuthConfig> cri_auth(const std::optional<RegistryCredential>& auth) {
   if (!auth) return std::nullopt;
   cri::AuthConfig a;
