@@ -52,6 +52,9 @@ struct Flags {
   std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
   crisp::DeviceRoots device_roots;
   int call_timeout = 30, pull_timeout = 1800, sweep_interval = 30, sandbox_grace = 120, entrypoint_timeout = 60;
+  size_t spares = 8, spares_per_user = 2;
+  int spare_grace = 600;
+  std::string claims_dir = "/run/crisp/claims";
   int pull_stall_timeout = 60;
   int parallel_tasks = 0;
   bool version = false;
@@ -74,6 +77,13 @@ void add_runtime_flags(CLI::App& app, Flags& f) {
       ->check(CLI::Range(0, crisp::CriClient::kMaxParallelTasks))
       ->capture_default_str();
   app.add_option("--sweep-interval", f.sweep_interval, "seconds between reconcile sweeps")->capture_default_str();
+  app.add_option("--spares", f.spares,
+                 "spare containers kept on the node, made ahead for the next step of a user and image (0: none)")
+      ->capture_default_str();
+  app.add_option("--spares-per-user", f.spares_per_user, "of those, at most this many for one user")->capture_default_str();
+  app.add_option("--spare-grace", f.spare_grace, "seconds a spare is kept after its user and image were last used")
+      ->capture_default_str();
+  app.add_option("--claims-dir", f.claims_dir, "where crispd records which step claimed a spare")->capture_default_str();
   app.add_option("--sandbox-grace", f.sandbox_grace, "seconds a user's empty sandbox is kept for their next job")
       ->capture_default_str();
   app.add_option("--registry-auth", f.registry_auth,
@@ -153,6 +163,8 @@ crisp::StepSettings step_settings(const Flags& f) {
   settings.step_gpus = crisp::slurm_step_gpus;
   settings.step_liveness = crisp::slurm_step_liveness;
   settings.hca_policy = f.hca_policy == "nearest" ? crisp::HcaPolicy::kNearestGpu : crisp::HcaPolicy::kAll;
+  settings.spares = {f.spares, f.spares_per_user, std::chrono::seconds(f.spare_grace)};
+  settings.claims_dir = f.claims_dir;
   return settings;
 }
 

@@ -27,7 +27,7 @@ const char* reason_to_remove(const cri::Container& c, uint32_t job, const JobChe
 uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace, const JobCheck& jobs) {
   CriClient& cri = steps.cri();
   const Labels managed = {{labels::kManaged, "true"}};
-  uint64_t removed = 0;
+  uint64_t removed = steps.expire_spares();
 
   auto containers = cri.list_containers(managed);
   if (!containers) {
@@ -35,9 +35,11 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace, cons
     return 0;
   }
   std::map<uint32_t, JobLiveness> known;
-  for (const cri::Container& c : *containers) {
+  for (cri::Container& c : *containers) {
+    steps.overlay_claim(c);  // a claimed spare is its step's
     uint32_t job = labels::number_of(c.labels(), labels::kJob);
-    const char* why = reason_to_remove(c, job, jobs, known);
+    const char* why = steps.spare_to_remove(c);
+    if (!why) why = reason_to_remove(c, job, jobs, known);
     if (!why) continue;
     auto lock = steps.lock_job(job);
     v1::ReleaseResponse out;

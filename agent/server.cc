@@ -276,6 +276,11 @@ v1::StatsResponse Server::stats() const {
   s.set_pulls_stalled(images_.counters().stalled);
   s.set_prefetches(steps_.prefetches);
   s.set_prefetch_pulls(steps_.prefetch_pulls);
+  s.set_spares_made(steps_.spares_made);
+  s.set_spares_claimed(steps_.spares_claimed);
+  s.set_spares_passed_over(steps_.spares_passed_over);
+  s.set_spares_removed(steps_.spares_removed);
+  s.set_spares_ready(steps_.spares_ready());
   return s;
 }
 
@@ -323,10 +328,17 @@ v1::Response Server::handle(const v1::Request& req, const Peer& peer, const Pull
       // Any user, into their own file, with their own registry credentials.
       return answer(steps_.import_image(peer.uid, peer.gid, req.import().image(), req.import().path(), waiter),
                     &v1::Response::mutable_import);
-    case v1::Request::kRemoveNamed:
+    case v1::Request::kRemoveNamed: {
       // A user's own containers only; root may name anyone's.
-      return answer(steps_.remove_named(peer.uid == 0 ? req.remove_named().uid() : peer.uid, req.remove_named().name()),
-                    &v1::Response::mutable_release);
+      const v1::RemoveNamedRequest& rm = req.remove_named();
+      uint32_t uid = peer.uid == 0 ? rm.uid() : peer.uid;
+      if (rm.name().empty() && rm.spares()) {
+        v1::ReleaseResponse out;
+        out.set_removed_containers(steps_.remove_spares(peer.uid == 0 && rm.all_users() ? std::nullopt : std::optional(uid)));
+        return answer(Result<v1::ReleaseResponse>(out), &v1::Response::mutable_release);
+      }
+      return answer(steps_.remove_named(uid, rm.name()), &v1::Response::mutable_release);
+    }
     case v1::Request::kReleaseJob:
       if (auto r = root_only("releasing a job")) return *r;
       return answer(steps_.release_job(req.release_job().job_id()), &v1::Response::mutable_release);

@@ -25,6 +25,7 @@
 #include "agent/host/user_rootfs.h"
 #include "agent/images/credentials.h"
 #include "agent/step_manager.h"
+#include "agent/step_plan.h"
 #include "common/files.h"
 #include "common/passwd.h"
 #include "common/image_ref.h"
@@ -37,50 +38,6 @@ namespace crisp {
 
 // The request's slurmstepd has exited (0: a request without one, as crispctl's).
 static bool stepd_gone(int pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
-
-struct StepManager::Plan {
-  JobIdentity scope;
-  bool named = false;
-  ImageRef ref;
-  UserCreds creds;
-  std::optional<std::string> home;  // from the password database, looked up once
-  StepContainerInput in;
-  v1::CreateStepResponse out;
-  std::vector<CdiHook> hooks;
-  std::vector<std::string> gpu_bdfs;
-  bool driver_mounted = false;
-  RdmaPlan rdma;
-  size_t tmpfs_count = 0;
-  Fd image_root;  // a squashfs image, mounted (squashfs_mount.h); the overlay takes it over
-  Fd image_to_extract;  // or one the kernel must not read, extracted as the user (squashfs_tools.h)
-  std::vector<std::string> file_entrypoint;  // its /etc/rc's, to run once it is the root (--container-entrypoint)
-  // Resolved by the user now, staged under the container's mount root by prepare_host.
-  std::vector<std::pair<UserPath, v1::BindMount>> user_mounts;
-  std::optional<UserPath> workdir;
-  const PullWaiter* waiter = nullptr;  // the request's: told of a pull's progress, asked whether to go on
-  std::string key;  // names what the step makes on the host: JOB.STEP, or JOB.UID.NAME
-  int pid = 0;      // the holder's
-  std::string container_id;
-};
-
-// Milliseconds each phase of a step's setup took, for the log: where launch time goes.
-class StepManager::PhaseClock {
- public:
-  void lap(const char* phase) {
-    auto now = std::chrono::steady_clock::now();
-    text_ += (text_.empty() ? "" : ", ") + std::string(phase) + " " + std::to_string(ms(last_, now));
-    last_ = now;
-  }
-  const std::string& text() const { return text_; }
-  int64_t total_ms() const { return ms(start_, std::chrono::steady_clock::now()); }
-
- private:
-  static int64_t ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
-  }
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_ = start_;
-  std::string text_;
-};
 
 namespace {
 
@@ -113,6 +70,12 @@ StepManager::Plan StepManager::new_plan(const v1::CreateStepRequest& req) {
 }
 
 Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& req, const PullWaiter& waiter) {
+  // Spares are made only while no step is.
+  struct Creating {
+    std::atomic<int>& n;
+    explicit Creating(std::atomic<int>& count) : n(count) { n++; }
+    ~Creating() { n--; }
+  } creating(creating_);
   PhaseClock clock;
   Plan plan = new_plan(req);
   plan.waiter = &waiter;
@@ -147,18 +110,12 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   }
   HostArtifacts host;
   if (auto s = prepare_host(req, plan, host); !s) return s.take_error();
-  auto id = make_container(req, plan, clock);
+  auto id = claim_spare(req, plan, clock);
+  if (id && id->empty()) id = make_container(req, plan, clock);
   if (!id) return id.take_error();
   ContainerGuard guard(*this, *id);
-  if (auto s = start_container(plan); !s) return s.take_error();
-  clock.lap("start");
-  if (auto s = wait_for_holder(req, plan, plan.pid, plan.in.entrypoint); !s) return s.take_error();
-  clock.lap("holder");
-  if (auto s = run_hooks(plan); !s) return s.take_error();
-  // Last, so the hooks and the entrypoint saw the root containerd made.
-  if (auto s = give_rootfs(req, plan); !s) return s.take_error();
-  clock.lap("rootfs");
-  if (auto s = run_file_entrypoint(req, plan); !s) return s.take_error();
+  if (!plan.claimed)
+    if (auto s = start_made(req, plan, clock); !s) return s.take_error();
   // A slurmstepd that gave up waiting (or died: its job cancelled, whose epilog
   // may already have run) will never use nor release this; a named container
   // would outlive its job.
@@ -173,7 +130,20 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   plan.out.set_holder_pid(plan.pid);
   plan.out.set_holder_start_time(*started);
   plan.out.set_container_id(plan.container_id);
-  return finish(req, plan.out, plan.named ? "created named" : "created", clock);
+  want_spare(req, plan);
+  return finish(req, plan.out, plan.claimed ? "claimed spare" : plan.named ? "created named" : "created", clock);
+}
+
+Status StepManager::start_made(const v1::CreateStepRequest& req, Plan& plan, PhaseClock& clock) {
+  if (auto s = start_container(plan); !s) return s;
+  clock.lap("start");
+  if (auto s = wait_for_holder(req, plan, plan.pid, plan.in.entrypoint); !s) return s;
+  clock.lap("holder");
+  if (auto s = run_hooks(plan); !s) return s;
+  // Last, so the hooks and the entrypoint saw the root containerd made.
+  if (auto s = give_rootfs(req, plan); !s) return s;
+  clock.lap("rootfs");
+  return run_file_entrypoint(req, plan);
 }
 
 v1::CreateStepResponse StepManager::finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out,
@@ -365,6 +335,7 @@ Status StepManager::pull_image(const v1::CreateStepRequest& req, Plan& plan) {
                                waiter);
   if (!config) return config.take_error();
   use_image_config(image, *config, plan);
+  plan.image_id = config->id;
   if (req.entrypoint()) {
     plan.in.entrypoint = config->entrypoint;
     plan.in.env.assign(req.entrypoint_env().begin(), req.entrypoint_env().end());
@@ -525,7 +496,7 @@ Status StepManager::stage_mounts(const v1::CreateStepRequest& req, Plan& plan, H
 void StepManager::remove_stale_step(const v1::CreateStepRequest& req) {
   Labels sel = job_selector(req.job_id());
   sel[labels::kStep] = std::to_string(req.step_id());
-  auto stale = cri_.list_containers(sel);
+  auto stale = find_containers(sel);
   if (!stale || stale->empty()) return;
   log_warn("removing " + std::to_string(stale->size()) + " stale container(s) of " + slurm::step_text(req.job_id(), req.step_id()));
   v1::ReleaseResponse undo;
@@ -630,7 +601,7 @@ Status StepManager::run_file_entrypoint(const v1::CreateStepRequest& req, Plan& 
 }
 
 // The root filesystem becomes the user's, with them in its /etc/passwd and /etc/group.
-Status StepManager::give_rootfs(const v1::CreateStepRequest& req, const Plan& plan) {
+Status StepManager::give_rootfs(const v1::CreateStepRequest& req, Plan& plan) {
   RootfsRequest r;
   r.pid = plan.pid;
   r.user.uid = req.uid();
@@ -648,6 +619,7 @@ Status StepManager::give_rootfs(const v1::CreateStepRequest& req, const Plan& pl
   // The node's timezone: the admin's file, read as root.
   if (auto tz = read_text("/etc/localtime", 1u << 20)) r.localtime = *tz;
   Status given = settings_.give_rootfs(r);
+  plan.rootfs_given = given.ok();
   // A squashfs image exists only in the new root: without it the container would run the sandbox's.
   if (!given && (plan.image_root || plan.image_to_extract)) return fail("cannot make the squashfs image the container's root: " + given.error());
   if (!given && given.error_kind() == ErrorKind::kUnsupported) {

@@ -86,6 +86,8 @@ Status StepManager::remove_containers(const std::vector<cri::Container>& contain
     }
     forget_holder(c.id());
     forget_container(c.id());
+    claims_.forget(c.id());
+    pool_.drop(c.id());
     out.set_removed_containers(out.removed_containers() + 1);
     touch_sandbox(c.pod_sandbox_id());
     if (auto dir = labels::value_of(c.labels(), labels::kTmpfs); !dir.empty()) remove_mount_root(dir);
@@ -128,7 +130,7 @@ Result<v1::ReleaseResponse> StepManager::release_step(uint32_t job_id, uint32_t 
   v1::ReleaseResponse out;
   // A named container stays; this step's own namespaces go with it.
   forget_step(job_id, step_id);
-  auto containers = cri_.list_containers(sel);
+  auto containers = find_containers(sel);
   if (!containers) return containers.take_error();
   if (auto s = remove_containers(*containers, out); !s) return s.take_error();
   released++;
@@ -167,7 +169,7 @@ void StepManager::forget_holder(const std::string& container_id) {
 // Not under the job's lock: a step's removal, which holds it, is what this need not wait for.
 Status StepManager::end_job_processes(uint32_t job_id) {
   forget_job_steps(job_id);
-  auto containers = cri_.list_containers(job_selector(job_id));
+  auto containers = find_containers(job_selector(job_id));
   if (!containers) return containers.take_error();
   for (const cri::Container& c : *containers) {
     if (!end_holder(c.id()) && c.state() == cri::CONTAINER_RUNNING)
@@ -180,7 +182,7 @@ Status StepManager::end_job_processes(uint32_t job_id) {
 Result<v1::ReleaseResponse> StepManager::release_job(uint32_t job_id) {
   auto lock = lock_job(job_id);
   v1::ReleaseResponse out;
-  auto containers = cri_.list_containers(job_selector(job_id));
+  auto containers = find_containers(job_selector(job_id));
   if (!containers) return containers.take_error();
   if (auto s = remove_containers(*containers, out); !s) return s.take_error();
   // The user's sandbox stays for their next job; the sweep removes it once idle.
@@ -209,10 +211,11 @@ Result<v1::ListResponse> StepManager::list(uint32_t job_id, int64_t only_uid) {
   Labels sel = {{labels::kManaged, "true"}};
   if (job_id) sel[labels::kJob] = std::to_string(job_id);
   if (only_uid >= 0) sel[labels::kUid] = std::to_string(only_uid);
-  auto containers = cri_.list_containers(sel);
+  auto containers = job_id ? find_containers(sel) : cri_.list_containers(sel);
   if (!containers) return containers.take_error();
   v1::ListResponse out;
-  for (const cri::Container& c : *containers) {
+  for (cri::Container& c : *containers) {
+    bool claimed = overlay_claim(c);
     v1::StepInfo* s = out.add_steps();
     s->set_job_id(labels::number_of(c.labels(), labels::kJob));
     s->set_step_id(labels::number_of(c.labels(), labels::kStep));
@@ -223,6 +226,7 @@ Result<v1::ListResponse> StepManager::list(uint32_t job_id, int64_t only_uid) {
     s->set_state(cri::ContainerState_Name(c.state()));
     s->set_created_at_ns(c.created_at());
     s->set_name(labels::value_of(c.labels(), labels::kName));
+    s->set_spare(!claimed && labels::value_of(c.labels(), labels::kSpare) == "true");
   }
   return out;
 }

@@ -7,17 +7,21 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <thread>
 
 #include "agent/cri/cri_client.h"
 #include "agent/cri/spec_builder.h"
 #include "agent/devices/device_roots.h"
 #include "agent/devices/rdma_plan.h"
+#include "agent/host/claim_mounts.h"
 #include "agent/host/holder_process.h"
 #include "agent/host/step_session.h"
 #include "agent/host/host_artifacts.h"
@@ -26,6 +30,8 @@
 #include "agent/images/credentials.h"
 #include "agent/images/image_store.h"
 #include "agent/slurm_jobs.h"
+#include "agent/spares/claims.h"
+#include "agent/spares/spare_pool.h"
 #include "crisp.pb.h"
 
 namespace crisp {
@@ -72,6 +78,11 @@ struct StepSettings {
   std::function<void(int pidfd)> end_holder = end_process;
   // Starts a step's namespace keeper (step_session.h); a seam for the fake CRI's tests too.
   std::function<Result<SessionKeeper>(const SessionRequest&)> start_session = crisp::start_session;
+  // Spare containers made ahead for a user's next step (agent/spares/); per_node 0: none.
+  SpareLimits spares;
+  std::string claims_dir;  // where the claims of spares are kept; empty: in memory alone
+  // Attaches a claimed spare's mounts and devices (claim_mounts.h); a seam for the fake CRI's tests.
+  std::function<Status(const AttachRequest&)> attach = attach_in_container;
 };
 
 // A lock that keeps its mutex alive: a job's mutex leaves the map at the job's end.
@@ -85,8 +96,10 @@ struct SlotLock {
 
 class StepManager {
  public:
-  StepManager(CriClient& cri, ImageStore& images, StepSettings settings)
-      : cri_(cri), images_(images), settings_(std::move(settings)) {}
+  // Reads the claims of spares a previous crispd left, and starts the thread that makes spares.
+  StepManager(CriClient& cri, ImageStore& images, StepSettings settings);
+  // The spares still unclaimed are removed.
+  ~StepManager();
 
   // Makes (or joins, for a named container) the step's container; on any
   // failure nothing it made is left. In step_create.cc, phase by phase.
@@ -123,9 +136,22 @@ class StepManager {
   Status remove_containers(const std::vector<cri::Container>& containers, v1::ReleaseResponse& out);
   Status remove_sandbox_if_empty(const cri::PodSandbox& sandbox, bool& removed);
 
+  // Spares (step_spares.cc). A claimed spare's labels are overlaid with its claim's job and
+  // step: what every reader of a container's labels must see (find_containers does it).
+  Result<std::vector<cri::Container>> find_containers(const Labels& selector);
+  bool overlay_claim(cri::Container& c) const { return claims_.overlay(c); }
+  // Why the sweep removes c, a spare, or nullptr (claimed by a live step, or ready in the pool).
+  const char* spare_to_remove(const cri::Container& c) const;
+  // Spares unused for the grace period, removed; how many.
+  uint64_t expire_spares();
+  // A user's spares (all: every user's), removed; how many.
+  uint64_t remove_spares(std::optional<uint32_t> uid);
+  size_t spares_ready() const { return pool_.ready(); }
+
   CriClient& cri() { return cri_; }
   const StepSettings& settings() const { return settings_; }
   std::atomic<uint64_t> created{0}, released{0}, prefetches{0}, prefetch_pulls{0};
+  std::atomic<uint64_t> spares_made{0}, spares_claimed{0}, spares_passed_over{0}, spares_removed{0};
 
  private:
   // Call with lock_user(uid) held.
@@ -203,7 +229,19 @@ class StepManager {
   Status wait_for_holder(const v1::CreateStepRequest& req, Plan& plan, int pid, const std::vector<std::string>& entrypoint);
   Status run_file_entrypoint(const v1::CreateStepRequest& req, Plan& plan);
   Status run_hooks(const Plan& plan);
-  Status give_rootfs(const v1::CreateStepRequest& req, const Plan& plan);
+  Status give_rootfs(const v1::CreateStepRequest& req, Plan& plan);
+  // What a container made for the step does once created: started, its holder, hooks, root, entrypoint.
+  Status start_made(const v1::CreateStepRequest& req, Plan& plan, PhaseClock& clock);
+  // Spares (step_spares.cc): the key a step's container would have as a spare, if it may be one.
+  std::optional<SpareKey> spare_key(const v1::CreateStepRequest& req, const Plan& plan) const;
+  // The step's container as a claimed spare, its mounts and devices attached; "": none to claim.
+  Result<std::string> claim_spare(const v1::CreateStepRequest& req, Plan& plan, PhaseClock& clock);
+  Status attach_spare(const v1::CreateStepRequest& req, const Plan& plan, const SpareKey& key, const Spare& spare);
+  // After a step's container was made or claimed: another spare like it, made in the background.
+  void want_spare(const v1::CreateStepRequest& req, const Plan& plan);
+  Result<Spare> make_spare(const SpareKey& key, const std::string& user);
+  void remove_spare(const std::string& container_id);
+  void spare_loop();
   v1::CreateStepResponse finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out, const std::string& what,
                                 const PhaseClock& clock);
   void remove_stale_step(const v1::CreateStepRequest& req);
@@ -219,6 +257,15 @@ class StepManager {
   std::map<std::string, std::vector<RunningStep>> running_;  // by container id
   std::mutex holders_mu_;
   std::map<std::string, Fd> holders_;  // pidfds
+  SparePool pool_;
+  ClaimBook claims_;
+  int64_t started_ns_ = 0;  // when this crispd started: older unclaimed spares are a previous one's
+  std::atomic<int> creating_{0};  // creates under way: spares wait for none
+  std::mutex spare_mu_;
+  std::condition_variable spare_cv_;
+  std::deque<std::pair<SpareKey, std::string>> spare_queue_;  // keys to make, with the user's name
+  bool spare_stop_ = false;
+  std::thread spare_thread_;  // last: it uses everything above
 };
 
 // Removes a created container unless kept (a create that succeeded).

@@ -135,7 +135,7 @@ Result<std::optional<cri::Container>> StepManager::find_step_container(uint32_t 
   Labels sel = job_selector(labels::number(parts[0]));
   sel[labels::kStep] = std::to_string(labels::number(parts[1]));
   sel[labels::kUid] = std::to_string(uid);
-  auto found = cri_.list_containers(sel);
+  auto found = find_containers(sel);
   if (!found) return found.take_error();
   for (const cri::Container& c : *found)
     if (c.state() == cri::CONTAINER_RUNNING && labels::value_of(c.labels(), labels::kName).empty() && running_step(c.id()))

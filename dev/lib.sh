@@ -103,7 +103,8 @@ stop_daemon() {
 # crispd is stateless, so (re)starting it is always safe; the dev cluster sweeps
 # more often than the default so tests see the safety net act quickly.
 # A short stall limit, so the stalled-registry test is quick (production default: 60 s).
-CRISPD_ARGS=${CRISPD_ARGS:---sweep-interval 5 --pull-stall-timeout 20 $FAKE_GPU_CRISPD_ARGS}
+# CRISP_SPARES=0: the cluster without spare containers (every test passes either way).
+CRISPD_ARGS=${CRISPD_ARGS:---sweep-interval 5 --pull-stall-timeout 20 --spares ${CRISP_SPARES:-8} $FAKE_GPU_CRISPD_ARGS}
 # start_crispd_on NODE PIDFILE LOGNAME [PREFIX-CMD...]: PREFIX-CMD enters the node's namespaces.
 start_crispd_on() {
   local node=$1 pidfile=$2 name=$3; shift 3

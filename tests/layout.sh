@@ -10,7 +10,8 @@ declare -A may=(
   [agent/host]="agent/host common"
   [agent/cri]="agent/cri common"
   [agent/images]="agent/images agent/cri agent/host common"
-  [agent]="agent agent/cri agent/images agent/devices agent/host common"
+  [agent/spares]="agent/spares agent/cri common"
+  [agent]="agent agent/cri agent/images agent/devices agent/host agent/spares common"
 )
 bad=0
 for dir in "${!may[@]}"; do

@@ -38,6 +38,8 @@ void print_stats(const crisp::v1::StatsResponse& s) {
             << s.pulls_cached() << "\nsteps_created " << s.steps_created() << "\nsteps_released " << s.steps_released()
             << "\nswept " << s.swept() << "\npulls_failed " << s.pulls_failed() << "\npulls_stalled "
             << s.pulls_stalled() << "\nprefetches " << s.prefetches() << "\nprefetch_pulls " << s.prefetch_pulls()
+            << "\nspares_made " << s.spares_made() << "\nspares_claimed " << s.spares_claimed() << "\nspares_passed_over "
+            << s.spares_passed_over() << "\nspares_removed " << s.spares_removed() << "\nspares_ready " << s.spares_ready()
             << "\n";
 }
 
@@ -45,7 +47,7 @@ void print_steps(const crisp::v1::ListResponse& list) {
   std::printf("%-10s %-12s %-7s %-14s %-18s %-6s %s\n", "JOB", "STEP", "UID", "CONTAINER", "STATE", "AGE", "IMAGE");
   for (const auto& s : list.steps())
     std::printf("%-10s %-12s %-7u %-14s %-18s %-6s %s\n", s.job_id() ? std::to_string(s.job_id()).c_str() : "-",
-                s.name().empty() ? crisp::slurm::step_name(s.step_id()).c_str() : ("name=" + s.name()).c_str(), s.uid(),
+                s.spare() ? "spare" : s.name().empty() ? crisp::slurm::step_name(s.step_id()).c_str() : ("name=" + s.name()).c_str(), s.uid(),
                 s.container_id().substr(0, 13).c_str(), s.state().c_str(), age(s.created_at_ns()).c_str(),
                 s.image().c_str());
 }
@@ -74,11 +76,13 @@ int main(int argc, char** argv) {
   import->add_option("FILE", file, "the squashfs file to write (replaced if it exists)")->required();
   import->add_option("--timeout", pull_timeout, "seconds to wait")->capture_default_str();
   auto* stats = app.add_subcommand("stats", "print crispd's counters");
-  auto* rm = app.add_subcommand("rm", "remove a named container (--container-name) from this node");
+  auto* rm = app.add_subcommand("rm", "remove a named container (--container-name), or spare containers, from this node");
   std::string name;
   uint32_t rm_uid = getuid();
-  rm->add_option("NAME", name, "the container's name")->required();
-  rm->add_option("--uid", rm_uid, "whose container (root only; default: yours)");
+  bool rm_spares = false;
+  rm->add_option("NAME", name, "the container's name");
+  auto* uid_opt = rm->add_option("--uid", rm_uid, "whose container (root only; default: yours)");
+  rm->add_flag("--spares", rm_spares, "the spare containers made ahead for your next steps (root: everyone's, or --uid's)");
   CLI11_PARSE(app, argc, argv);
 
   if (version) {
@@ -105,10 +109,17 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (*rm) {
+    if (name.empty() == !rm_spares) {
+      std::cerr << "crispctl rm: name a container, or give --spares\n";
+      return 2;
+    }
     req.mutable_remove_named()->set_name(name);
     req.mutable_remove_named()->set_uid(rm_uid);
+    req.mutable_remove_named()->set_spares(rm_spares);
+    req.mutable_remove_named()->set_all_users(getuid() == 0 && uid_opt->count() == 0);
     if (int rc = call(socket, req, 60, resp)) return rc;
-    std::cout << "removed " << name << "\n";
+    if (rm_spares) std::cout << "removed " << resp.release().removed_containers() << " spare container(s)\n";
+    else std::cout << "removed " << name << "\n";
     return 0;
   }
   if (*stats) {

@@ -20,6 +20,9 @@ inline constexpr const char* kImageFile = "crisp.slurm/image-file";      // "tru
 inline constexpr const char* kImageWorkdir = "crisp.slurm/image-workdir";  // that image's WorkingDir
 inline constexpr const char* kTmpfs = "crisp.slurm/tmpfs";            // host dir of its tmpfs mounts
 inline constexpr const char* kHcaView = "crisp.slurm/hca-view";       // host dir of its /sys/class/infiniband
+// "true": a spare, made ahead for its user and image; which job claimed it is
+// crispd's claim record (agent/spares/claims.h), as CRI labels cannot change.
+inline constexpr const char* kSpare = "crisp.slurm/spare";
 // What crictl prints in its POD, NAMESPACE and NAME columns.
 inline constexpr const char* kPodName = "io.kubernetes.pod.name";
 inline constexpr const char* kPodNamespace = "io.kubernetes.pod.namespace";

@@ -80,6 +80,7 @@ cri::PodSandboxConfig build_user_sandbox_config(uint32_t uid, const std::string&
 
 std::string container_name(const StepContainerInput& in) {
   // Unique in the user's sandbox, which holds all of their jobs (job 0: global scope).
+  if (!in.spare.empty()) return "spare-" + in.spare;
   return "job-" + std::to_string(in.job.job_id) + "-" +
          (in.name.empty() ? "step-" + slurm::step_name(in.step_id) : "named-" + in.name);
 }
@@ -92,7 +93,7 @@ cri::ContainerConfig build_step_container(const StepContainerInput& in, const No
   // with slurmstepd (a named container's, only when stopped).
   std::vector<std::string> argv = in.entrypoint;
   argv.push_back(kHolderTarget);
-  argv.push_back(std::to_string(in.name.empty() ? in.stepd_pid : 0));
+  argv.push_back(std::to_string(in.name.empty() && in.spare.empty() ? in.stepd_pid : 0));
   c.add_command(argv.front());
   for (size_t i = 1; i < argv.size(); ++i) c.add_args(argv[i]);
   c.set_working_dir("/");
@@ -106,7 +107,8 @@ cri::ContainerConfig build_step_container(const StepContainerInput& in, const No
   c.set_log_path(in.log_path);
 
   Labels l = job_labels(in.job, node);
-  if (in.name.empty()) l[labels::kStep] = std::to_string(in.step_id);
+  if (!in.spare.empty()) l[labels::kSpare] = "true";
+  else if (in.name.empty()) l[labels::kStep] = std::to_string(in.step_id);
   else l[labels::kName] = in.name;
   if (!in.entrypoint.empty()) l[labels::kEntrypoint] = "true";
   if (!in.tmpfs_root.empty()) l[labels::kTmpfs] = in.tmpfs_root;

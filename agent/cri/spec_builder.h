@@ -60,6 +60,9 @@ struct StepContainerInput {
   std::string tmpfs_root;
   std::vector<cri::Device> devices;  // the step's GPUs and HCAs, and what they need
   std::string hca_view;              // host dir mounted over /sys/class/infiniband; empty: none
+  // Non-empty: a spare's unique name (agent/spares/): of no job or step, its holder waits
+  // for SIGTERM alone (crispd ends it with the step that claims it).
+  std::string spare;
 };
 
 // The container's CRI name and the label that finds a named one.
@@ -72,6 +75,7 @@ cri::PodSandboxConfig build_user_sandbox_config(uint32_t uid, const std::string&
 cri::ContainerConfig build_step_container(const StepContainerInput& in, const NodeSettings& node);
 
 struct ImageConfig {
+  std::string id;  // the image's (ImageStatus's image.id), which a tag names now
   std::vector<std::string> env;
   std::vector<std::string> entrypoint;
   std::vector<std::string> cmd;

@@ -22,6 +22,7 @@
 #include <set>
 #include <thread>
 
+#include "agent/host/child_steps.h"
 #include "agent/host/squashfs_tools.h"
 #include "common/fd.h"
 #include "common/files.h"
@@ -385,35 +386,13 @@ Status give_rootfs_to_user(const RootfsRequest& req) {
   Plan plan{*root, req, ns.get(), userns->get(), stage + "/l", stage + "/r", stage + "/i",
             "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work +
                 (root->options.empty() ? "" : "," + root->options)};
-  int report[2];
-  if (pipe2(report, O_CLOEXEC) != 0) return fail("pipe: " + errno_text(errno));
-  Fd rd(report[0]), wr(report[1]);
-  pid_t child = fork();
-  if (child < 0) return fail("fork: " + errno_text(errno));
-  if (child == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int step = child_steps(plan);
-    int answer[2] = {step, errno};
-    (void)!write(wr.get(), answer, sizeof answer);
-    _exit(0);
-  }
-  wr.reset();
-  int answer[2] = {-1, 0};
-  pollfd p{rd.get(), POLLIN, 0};
-  ssize_t got = poll(&p, 1, kChildTimeoutMs) == 1 ? read(rd.get(), answer, sizeof answer) : 0;
-  if (got <= 0) kill(child, SIGKILL);
-  // Its exit (unmapping a copy of crispd) is no part of the step's launch: reaped aside.
-  std::thread([child] {
-    while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
-    }
-  }).detach();
-  if (got != static_cast<ssize_t>(sizeof answer) || answer[0] < 0 || answer[0] > 12)
-    return fail("the process giving the container's files to its user died or hung");
-  if (answer[0] != 0)
+  auto answer = run_child_steps([&] { return child_steps(plan); }, kChildTimeoutMs);
+  if (!answer || answer->step > 12) return fail("the process giving the container's files to its user died or hung");
+  if (answer->step != 0)
     // Idmapping the layers is what a filesystem may not support (before Linux 6.3, tmpfs; btrfs before 5.15 ...).
-    return fail(answer[0] == 2 ? ErrorKind::kUnsupported : ErrorKind::kFailed,
-                "cannot give the container's files to its user: " + std::string(kSteps[answer[0]]) + ": " +
-                    errno_text(answer[1]));
+    return fail(answer->step == 2 ? ErrorKind::kUnsupported : ErrorKind::kFailed,
+                "cannot give the container's files to its user: " + std::string(kSteps[answer->step]) + ": " +
+                    errno_text(answer->err));
   return Ok{};
 }
 

@@ -69,7 +69,9 @@ Result<ImageConfig> ImageStore::read_config(const std::string& ref, bool& presen
   present = st->has_image();
   if (!present) return ImageConfig{};
   std::map<std::string, std::string> info(st->info().begin(), st->info().end());
-  return parse_image_info(info);
+  auto config = parse_image_info(info);
+  if (config) config->id = st->image().id();
+  return config;
 }
 
 Result<ImageConfig> ImageStore::config_of(const std::string& ref, const CredentialSource& credentials) {

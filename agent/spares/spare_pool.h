@@ -1,0 +1,72 @@
+// Which spare containers a node keeps: one ready per user, group and image that
+// was used within the grace period, at most per_node in all and per_user for
+// one user (a user naming many images cannot fill the node's). Pure
+// bookkeeping under a mutex; crispd makes and removes the containers.
+#pragma once
+
+#include <chrono>
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace crisp {
+
+struct SpareKey {
+  uint32_t uid = 0, gid = 0;
+  std::string image;  // canonical reference
+  auto operator<=>(const SpareKey&) const = default;
+};
+
+struct Spare {
+  std::string id;        // the container's
+  std::string image_id;  // what the reference named when it was made: a moved tag makes it stale
+  int holder_pid = 0;
+  uint64_t holder_start = 0;
+  bool rootfs_given = false;  // its root is the user's (user_rootfs.h): mount points made are theirs too
+};
+
+struct SpareLimits {
+  size_t per_node = 0;  // 0: no spares
+  size_t per_user = 2;
+  std::chrono::seconds grace{600};
+};
+
+class SparePool {
+ public:
+  explicit SparePool(SpareLimits limits) : limits_(limits) {}
+
+  // A step of key started at now: true when a spare of it should be made (the
+  // caller then calls made() or unmade()).
+  bool note_use(const SpareKey& key, int64_t now_ns);
+  void made(const SpareKey& key, Spare spare);
+  void unmade(const SpareKey& key);
+  // The ready spare of key, taken: no other step can have it.
+  std::optional<Spare> take(const SpareKey& key);
+  // Ready spares of keys unused for the grace period, taken (the caller removes them).
+  std::vector<Spare> expired(int64_t now_ns);
+  // Every ready spare, taken (crispctl rm, crispd's stop).
+  std::vector<Spare> take_all();
+  // A container removed: no longer ready, if it was.
+  void drop(const std::string& container_id);
+  bool is_ready(const std::string& container_id) const;
+  size_t ready() const;
+  const SpareLimits& limits() const { return limits_; }
+
+ private:
+  struct Slot {
+    int64_t last_use_ns = 0;
+    bool making = false;
+    std::optional<Spare> ready;
+  };
+  size_t held(const std::optional<uint32_t>& uid) const;  // made or being made
+
+  SpareLimits limits_;
+  mutable std::mutex mu_;
+  std::map<SpareKey, Slot> slots_;
+};
+
+}  // namespace crisp
