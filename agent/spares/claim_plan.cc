@@ -51,11 +51,11 @@ Result<ClaimPlan> plan_claim(const cri::ContainerConfig& job, const cri::Contain
   ClaimPlan plan;
   std::vector<bool> matched(static_cast<size_t>(spare.mounts_size()), false);
   for (const cri::Mount& m : job.mounts()) {
-    auto it = std::find_if(spare.mounts().begin(), spare.mounts().end(), [&](const cri::Mount& s) {
-      return !matched[static_cast<size_t>(&s - &*spare.mounts().begin())] && same_mount(m, s);
-    });
-    if (it != spare.mounts().end()) {
-      matched[static_cast<size_t>(it - spare.mounts().begin())] = true;
+    int found = -1;
+    for (int i = 0; i < spare.mounts_size() && found < 0; ++i)
+      if (!matched[static_cast<size_t>(i)] && same_mount(m, spare.mounts(i))) found = i;
+    if (found >= 0) {
+      matched[static_cast<size_t>(found)] = true;
       continue;
     }
     // A mount attached later is a private one; shared or slave ones are the runtime's to make.
