@@ -37,8 +37,15 @@ contains() { [[ $1 == *"$2"* ]]; }
 lacks() { [[ $1 != *"$2"* ]]; }
 equals() { [[ $1 == "$2" ]]; }
 
-# cri_objects JOB: sandboxes and containers of JOB in containerd, read with ctr (not crispd).
-cri_objects() { "${CTR[@]}" containers ls -q "labels.\"crisp.slurm/job\"==$1" | wc -l; }
+# cri_objects JOB: containers of JOB in containerd, read with ctr (not crispd's API): those
+# labelled with the job, and the spares its steps claimed (crispd's claim records).
+cri_objects() {
+  local n id; n=$("${CTR[@]}" containers ls -q "labels.\"crisp.slurm/job\"==$1" | wc -l)
+  for id in $(grep -lx "job=$1" /run/crisp/claims/* 2>/dev/null | xargs -r -n1 basename); do
+    "${CTR[@]}" containers info "$id" >/dev/null 2>&1 && n=$((n + 1))
+  done
+  echo "$n"
+}
 no_cri_objects() { [[ $(cri_objects "$1") == 0 ]]; }
 user_sleep_runs() { pgrep -u "$TEST_USER" -x sleep >/dev/null; }
 no_user_sleep() { ! user_sleep_runs; }

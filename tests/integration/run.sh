@@ -7,7 +7,7 @@
 source "$(dirname "$0")/../../dev/lib.sh"
 set +e -o pipefail
 source "$CRISP_SRC/tests/integration/lib.sh"
-for area in basics images pulls lifecycle security attack pyxis everyday namespace squashfs multinode gpu; do
+for area in basics images pulls lifecycle security attack pyxis everyday namespace squashfs multinode gpu spares; do
   source "$CRISP_SRC/tests/integration/${area}_tests.sh"
 done
 
@@ -101,5 +101,12 @@ t gpus_follow_the_allocation
 t forged_gpu_variable_gets_no_gpu
 t rdma_devices
 t gpus_bound_per_task
+if spares_on; then
+  t claimed_spare_shows_exactly_what_a_new_container_shows
+  t a_spare_is_never_another_users
+  t a_spare_of_a_moved_tag_is_passed_over
+  t a_claimed_spare_goes_with_its_step
+  t unused_spares_go_after_their_grace
+fi
 echo "integration: $passed passed, $failed failed"
 ((failed == 0))
