@@ -213,7 +213,7 @@ const char* StepManager::spare_to_remove(const cri::Container& c) const {
     bool stepd_alive = start && *start == claim->stepd_start;
     return stepd_alive ? nullptr : "claimed spare, whose slurmstepd exited,";
   }
-  if (pool_.is_ready(c.id())) return nullptr;
+  if (pool_.holds(c.id())) return nullptr;
   if (c.created_at() < started_ns_ || now_ns() - c.created_at() > kUnknownSpareAge) return "spare unknown to crispd";
   return nullptr;
 }

@@ -7,6 +7,7 @@ import csv
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import tempfile
@@ -19,9 +20,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the file backend)
 
 P = argparse.ArgumentParser()
-for flag in ("--out", "--registry", "--user", "--containerd", "--crispd-pid", "--bundle", "--host-compute", "--crispctl",
-             "--sqsh-small", "--sqsh-large"):
+for flag in ("--out", "--registry", "--user", "--containerd", "--crispd-pidfile", "--bundle", "--host-compute", "--crispctl",
+             "--sqsh-small", "--sqsh-large", "--restart-crispd"):
     P.add_argument(flag, required=True)
+P.add_argument("--crispd-log", action="append", required=True, help="crispd's logs, for its phase lines")
+P.add_argument("--spares", type=int, default=8, help="crispd's --spares in the spares-on runs")
 P.add_argument("--runs", type=int, default=20)
 P.add_argument("--cold-runs", type=int, default=3)
 P.add_argument("--compute-runs", type=int, default=9)
@@ -56,7 +59,7 @@ def pct(xs, q):
 
 
 def rss_mb():
-    with open(f"/proc/{A.crispd_pid}/status") as f:
+    with open(A.crispd_pidfile) as p, open(f"/proc/{p.read().strip()}/status") as f:
         for line in f:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
@@ -109,6 +112,62 @@ launch = interleave([
                                             f"--container-image={SMALL}", "/bin/true"], True),
     ("crisp, next step (unnamed)", ["srun", "--jobid", job, "--overlap", f"--container-image={SMALL}", "/bin/true"], True),
 ], A.runs, 2, "launch")
+
+# 1c: spares off and on side by side: the cluster's crispds restarted with --spares 0, then with
+# spares, each time new jobs and unnamed steps interleaved with their bare and Slurm counterparts.
+PHASE = re.compile(r"(created|claimed spare) container \S+ for job \d+ step \S+ \(.*\) in \d+ ms \((.*)\)$")
+
+
+def phase_log(offsets):
+    """crispd's phase times since offsets, median ms per phase, for containers made and spares claimed."""
+    times = {}
+    for path, start in offsets.items():
+        with open(path, errors="replace") as f:
+            f.seek(start)
+            for line in f:
+                m = PHASE.search(line.strip())
+                if m:
+                    for part in m.group(2).split(", "):
+                        name, ms = part.rsplit(" ", 1)
+                        times.setdefault(m.group(1), {}).setdefault(name, []).append(int(ms))
+    return {kind: ", ".join(f"{n} {statistics.median(v):.0f}" for n, v in phases.items()) + f" ({len(next(iter(phases.values())))}×)"
+            for kind, phases in times.items()}
+
+
+def spares_phase(n):
+    subprocess.run(A.restart_crispd.split() + [str(n)], check=True, capture_output=True)
+    offsets = {p: os.path.getsize(p) for p in A.crispd_log}
+    alloc = allocation()
+    out = interleave([
+        ("bare srun", srun("/bin/true"), True),
+        ("Slurm --container (oci.conf, runc)", srun(f"--container={A.bundle}", "/bin/true"), True),
+        ("crisp, new job", srun(f"--container-image={SMALL}", "/bin/true"), True),
+        ("bare step in a job", ["srun", "--jobid", alloc, "--overlap", "/bin/true"], True),
+        ("crisp, unnamed step", ["srun", "--jobid", alloc, "--overlap", f"--container-image={SMALL}", "/bin/true"], True),
+    ], A.runs, 2, f"spares-{n}")
+    subprocess.run(["scancel", alloc], check=True)
+    time.sleep(2)
+    return out, phase_log(offsets), rss_mb()
+
+
+def spare_memory_mb():
+    """What one ready spare holds: its container's cgroup (holder, page cache) on this node."""
+    ids = [line.split()[3] for line in run(A.crispctl.split() + ["ps"], False)[1].splitlines()[1:]
+           if line.split()[1] == "spare"]
+    tasks = run(CTR + ["-n", "k8s.io", "tasks", "ls"], False)[1].splitlines()[1:]
+    pids = [t.split()[1] for t in tasks if any(t.startswith(i) for i in ids)]
+    if not pids:
+        return None
+    with open(f"/proc/{pids[0]}/cgroup") as f:
+        path = f.read().strip().split("::", 1)[1]
+    with open(f"/sys/fs/cgroup{path}/memory.current") as f:
+        return int(f.read()) / 2**20
+
+
+spares = {"off": spares_phase(0)}
+spares["on"] = spares_phase(A.spares)
+spare_mb = spare_memory_mb()
+
 
 # 4: compute inside against bare, the same static binary. Each kernel starts a second after its
 # task, in both variants: a job computes long after its launch, whose own work (containerd's
@@ -225,6 +284,10 @@ def lat(name):
     return statistics.median(launch[name])
 
 
+def son(name):
+    return statistics.median(spares["on"][0][name])
+
+
 bare, crisp_new = lat("bare srun"), lat("crisp, new job (5 MB image)")
 ratio = {k: statistics.median(v["crisp"]) / statistics.median(v["bare"]) for k, v in compute.items()}
 targets = [
@@ -237,6 +300,13 @@ targets = [
     ("crisp new job ≤ 1.6 × bare srun (p50)", f"{crisp_new / bare:.2f} ×", crisp_new <= 1.6 * bare),
     ("crisp new job below Slurm --container (p50)", f"{crisp_new:.0f} vs {lat('Slurm --container (oci.conf, runc)'):.0f} ms",
      crisp_new < lat("Slurm --container (oci.conf, runc)")),
+    ("spares on: new job ≤ bare srun + 15 ms (p50)", f"+{son('crisp, new job') - son('bare srun'):.0f} ms",
+     son("crisp, new job") <= son("bare srun") + 15),
+    ("spares on: unnamed step ≤ bare step + 15 ms (p50)", f"+{son('crisp, unnamed step') - son('bare step in a job'):.0f} ms",
+     son("crisp, unnamed step") <= son("bare step in a job") + 15),
+    ("spares on: new job and unnamed step below Slurm --container (p50)",
+     f"{son('crisp, new job'):.0f} / {son('crisp, unnamed step'):.0f} vs {son('Slurm --container (oci.conf, runc)'):.0f} ms",
+     max(son("crisp, new job"), son("crisp, unnamed step")) < son("Slurm --container (oci.conf, runc)")),
     ("next step ≤ bare step + 15 ms (p50)",
      f"+{lat('crisp, next step (named container)') - lat('bare step in a job'):.0f} ms",
      lat("crisp, next step (named container)") <= lat("bare step in a job") + 15),
@@ -259,6 +329,16 @@ lines += ["", f"A squashfs file's launch against Pyxis + enroot with squashfuse 
           f"(1.19 s, ../shared/DESIGN.md): {1190 / lat('crisp, new job (2 GB squashfs)'):.1f} × faster (2 GB file), "
           f"{1190 / lat('crisp, new job (5 MB squashfs)'):.1f} × (5 MB). `--container-save` of the 560 MB image's "
           f"container: {statistics.median(saves) / 1000:.1f} s (srun's time less a launch, median of {A.save_runs})."]
+lines += ["", f"Spare containers off and on (crispd restarted with `--spares 0`, then `--spares {A.spares}`; "
+          f"{A.runs} runs each, interleaved within each half), 5 MB image cached:", "",
+          "| variant | off p50 | off p90 | on p50 | on p90 |", "|---|---:|---:|---:|---:|"]
+lines += [f"| {k} | {statistics.median(spares['off'][0][k]):.0f} | {pct(spares['off'][0][k], 90):.0f} | "
+          f"{statistics.median(v):.0f} | {pct(v, 90):.0f} |" for k, v in spares["on"][0].items()]
+lines += ["", "crispd's own phase log in each half (median ms per phase, and how many containers):", ""]
+lines += [f"- spares {half}, {kind}: {text}" for half in ("off", "on") for kind, text in spares[half][1].items()]
+lines += ["", f"crispd RSS after each half: {spares['off'][2]:.1f} MB off, {spares['on'][2]:.1f} MB on; one ready spare's "
+          f"container holds {spare_mb:.2f} MB (its cgroup's memory.current)." if spare_mb is not None else
+          "", ""]
 lines += ["", f"Time to first task, 560 MB image from the local registry, its 550 MB of own layers uncached "
           f"({A.cold_runs} runs, median):", "",
           "| variant | s |", "|---|---:|"]

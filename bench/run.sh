@@ -28,13 +28,14 @@ RunTimeKill="$runtime kill -a %n.%u.%j.%s.%t"
 RunTimeDelete="$runtime delete --force %n.%u.%j.%s.%t"
 RunTimeRun="$runtime run %n.%u.%j.%s.%t -b %b"
 OCI
-trap 'rm -f /etc/slurm/oci.conf' EXIT
+trap 'rm -f /etc/slurm/oci.conf; "$CRISP_SRC/bench/crispd_spares.sh" "${CRISP_SPARES:-8}" >/dev/null 2>&1' EXIT
 # ctr runs its containers from its own namespace of the same containerd.
 ctr --address "$CONTAINERD_SOCK" -n crisp-bench images pull --plain-http "$REGISTRY/crisp-bench/small:1" >/dev/null
 
 mkdir -p "$CRISP_SRC/bench/results"
 /usr/bin/python3 "$CRISP_SRC/bench/bench.py" --out "$CRISP_SRC/bench/results" --registry "$REGISTRY" \
-  --user "$TEST_USER" --containerd "$CONTAINERD_SOCK" --crispd-pid "$(cat "$RUN/crispd.pid")" \
+  --user "$TEST_USER" --containerd "$CONTAINERD_SOCK" --crispd-pidfile "$RUN/crispd.pid" \
+  --restart-crispd "bash $CRISP_SRC/bench/crispd_spares.sh" --crispd-log "$LOGS/crispd.log" --crispd-log "$LOGS/crispd-n2.log" \
   --bundle "$BENCH_DIR/bundle/small" --host-compute "$BENCH_DIR/compute" \
   --sqsh-small "$BENCH_DIR/small.sqsh" --sqsh-large "$BENCH_DIR/large.sqsh" \
   --crispctl "$PREFIX/bin/crispctl --socket $CRISPD_SOCK" "$@"

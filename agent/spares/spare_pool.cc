@@ -38,6 +38,7 @@ std::optional<Spare> SparePool::take(const SpareKey& key) {
   if (it == slots_.end() || !it->second.ready) return std::nullopt;
   std::optional<Spare> out = std::move(it->second.ready);
   it->second.ready.reset();
+  taken_.insert(out->id);
   return out;
 }
 
@@ -75,12 +76,14 @@ std::vector<Spare> SparePool::take_all() {
 
 void SparePool::drop(const std::string& container_id) {
   std::lock_guard lock(mu_);
+  taken_.erase(container_id);
   for (auto& [key, slot] : slots_)
     if (slot.ready && slot.ready->id == container_id) slot.ready.reset();
 }
 
-bool SparePool::is_ready(const std::string& container_id) const {
+bool SparePool::holds(const std::string& container_id) const {
   std::lock_guard lock(mu_);
+  if (taken_.count(container_id)) return true;
   for (const auto& [key, slot] : slots_)
     if (slot.ready && slot.ready->id == container_id) return true;
   return false;

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,15 +45,17 @@ class SparePool {
   bool note_use(const SpareKey& key, int64_t now_ns);
   void made(const SpareKey& key, Spare spare);
   void unmade(const SpareKey& key);
-  // The ready spare of key, taken: no other step can have it.
+  // The ready spare of key, taken: no other step can have it. The pool still
+  // holds its id (a sweep must not take it for a stray) until drop().
   std::optional<Spare> take(const SpareKey& key);
   // Ready spares of keys unused for the grace period, taken (the caller removes them).
   std::vector<Spare> expired(int64_t now_ns);
   // Every ready spare, taken (crispctl rm, crispd's stop).
   std::vector<Spare> take_all();
-  // A container removed: no longer ready, if it was.
+  // A container removed: no longer ready or taken, if it was.
   void drop(const std::string& container_id);
-  bool is_ready(const std::string& container_id) const;
+  // Ready, or taken and not yet dropped.
+  bool holds(const std::string& container_id) const;
   size_t ready() const;
   const SpareLimits& limits() const { return limits_; }
 
@@ -67,6 +70,7 @@ class SparePool {
   SpareLimits limits_;
   mutable std::mutex mu_;
   std::map<SpareKey, Slot> slots_;
+  std::set<std::string> taken_;
 };
 
 }  // namespace crisp

@@ -115,6 +115,9 @@ TEST(SparePool, OneSparePerKeyWithinTheNodesAndTheUsersLimits) {
   ASSERT_TRUE(got);
   EXPECT_EQ(got->id, "c1");
   EXPECT_FALSE(pool.take(a)) << "a spare is claimed once";
+  EXPECT_TRUE(pool.holds("c1")) << "taken, it is still the pool's until removed";
+  pool.drop("c1");
+  EXPECT_FALSE(pool.holds("c1"));
   EXPECT_FALSE(pool.take(d)) << "another user's key never gets a's";
 }
 
@@ -130,8 +133,8 @@ TEST(SparePool, UnusedKeysExpireAfterTheGrace) {
   auto gone = pool.expired(61 * s);
   ASSERT_EQ(gone.size(), 1u);
   EXPECT_EQ(gone[0].id, "c1");
-  EXPECT_TRUE(pool.is_ready("c2"));
-  EXPECT_FALSE(pool.is_ready("c1"));
+  EXPECT_TRUE(pool.holds("c2"));
+  EXPECT_FALSE(pool.holds("c1"));
   pool.drop("c2");
   EXPECT_EQ(pool.ready(), 0u);
   EXPECT_FALSE(crisp::SparePool({0, 2, std::chrono::seconds(60)}).note_use(a, 0)) << "--spares 0: none";
