@@ -801,3 +801,74 @@ TEST_F(AgentTest, ARunningUnnamedStepIsJoinedByItsIds) {
 }
 
 }  // namespace
+
+// Spares: made after a step of a user and image, claimed by that user's next step only (its
+// job's labels laid over by the claim record), gone with that step; a spare whose attach
+// fails is passed over, removed, and the step gets a container made for it.
+TEST_F(AgentTest, ASpareIsClaimedOnceByItsUserAndGoesWithTheStep) {
+  auto s = settings();
+  s.tmpfs_base = dir_ + "/tmpfs";
+  s.spares = {8, 2, 600s};
+  s.claims_dir = dir_ + "/claims";
+  std::vector<crisp::AttachRequest> attached;
+  bool attach_fails = false;
+  s.attach = [&](const crisp::AttachRequest& a) -> crisp::Status {
+    attached.push_back(a);
+    return attach_fails ? crisp::fail("cannot mount /data in the container: ENOENT") : crisp::Status(crisp::Ok{});
+  };
+  crisp::StepManager steps(*client_, *images_, s);
+  ASSERT_TRUE(steps.create(step(50, 0, 1000)).ok());
+  // The ready spare of uid 1000, waited for: made in the background.
+  auto spare_id = [&] {
+    std::string id;
+    for (int i = 0; i < 100 && id.empty(); ++i, std::this_thread::sleep_for(20ms)) {
+      auto all = steps.list(0, 1000);
+      if (all)
+        for (const auto& st : all->steps())
+          if (st.spare()) id = st.container_id();
+    }
+    return id;
+  };
+  std::string spare = spare_id();
+  ASSERT_FALSE(spare.empty()) << "a spare made after the user's step";
+  EXPECT_EQ(steps.spares_ready(), 1u);
+
+  auto other = steps.create(step(51, 0, 1001));
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->container_id(), spare) << "another user never gets it";
+  EXPECT_EQ(steps.spares_claimed, 0u);
+
+  auto mine = steps.create(step(52, 0, 1000));
+  ASSERT_TRUE(mine.ok()) << mine.error();
+  EXPECT_EQ(mine->container_id(), spare);
+  EXPECT_EQ(steps.spares_claimed, 1u);
+  ASSERT_EQ(attached.size(), 1u);
+  EXPECT_EQ(attached[0].holder_pid, mine->holder_pid());
+  auto listed = steps.list(52, -1);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->steps_size(), 1);
+  EXPECT_EQ(listed->steps(0).container_id(), spare) << "listed as job 52's, through its claim";
+  EXPECT_FALSE(listed->steps(0).spare());
+  EXPECT_EQ(access((s.claims_dir + "/" + spare).c_str(), F_OK), 0) << "the claim is on disk for a restarted crispd";
+
+  auto released = steps.release_step(52, 0);
+  ASSERT_TRUE(released.ok());
+  EXPECT_EQ(released->removed_containers(), 1u);
+  EXPECT_NE(access((s.claims_dir + "/" + spare).c_str(), F_OK), 0) << "the claim goes with the container";
+  {
+    std::lock_guard l(fake_.mu);
+    EXPECT_EQ(fake_.containers.count(spare), 0u);
+  }
+
+  std::string second = spare_id();
+  ASSERT_FALSE(second.empty()) << "the claim's step made the next spare";
+  attach_fails = true;
+  auto fallback = steps.create(step(53, 0, 1000));
+  ASSERT_TRUE(fallback.ok()) << fallback.error();
+  EXPECT_EQ(steps.spares_passed_over, 1u);
+  EXPECT_EQ(steps.spares_claimed, 1u);
+  std::lock_guard l(fake_.mu);
+  EXPECT_EQ(fake_.containers.at(fallback->container_id()).labels().at(crisp::labels::kJob), "53")
+      << "a container made for the step";
+  EXPECT_EQ(fake_.containers.count(second), 0u) << "the spare passed over is removed, never used";
+}
