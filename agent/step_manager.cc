@@ -216,6 +216,8 @@ Result<v1::ListResponse> StepManager::list(uint32_t job_id, int64_t only_uid) {
   v1::ListResponse out;
   for (cri::Container& c : *containers) {
     bool claimed = overlay_claim(c);
+    bool spare = !claimed && labels::value_of(c.labels(), labels::kSpare) == "true";
+    if (spare && !pool_.holds(c.id())) continue;  // being made, or a stray the sweep removes
     v1::StepInfo* s = out.add_steps();
     s->set_job_id(labels::number_of(c.labels(), labels::kJob));
     s->set_step_id(labels::number_of(c.labels(), labels::kStep));
@@ -226,7 +228,7 @@ Result<v1::ListResponse> StepManager::list(uint32_t job_id, int64_t only_uid) {
     s->set_state(cri::ContainerState_Name(c.state()));
     s->set_created_at_ns(c.created_at());
     s->set_name(labels::value_of(c.labels(), labels::kName));
-    s->set_spare(!claimed && labels::value_of(c.labels(), labels::kSpare) == "true");
+    s->set_spare(spare);
   }
   return out;
 }

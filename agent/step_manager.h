@@ -144,7 +144,7 @@ class StepManager {
   const char* spare_to_remove(const cri::Container& c) const;
   // Spares unused for the grace period, removed; how many.
   uint64_t expire_spares();
-  // A user's spares (all: every user's), removed; how many.
+  // A user's ready spares (nullopt: every user's), removed, and those being made refused; how many.
   uint64_t remove_spares(std::optional<uint32_t> uid);
   size_t spares_ready() const { return pool_.ready(); }
 

@@ -61,9 +61,10 @@ StepManager::~StepManager() {
 }
 
 std::optional<SpareKey> StepManager::spare_key(const v1::CreateStepRequest& req, const Plan& plan) const {
-  // Named containers outlive steps; an entrypoint or a squashfs root is made for the step's own.
+  // Named containers outlive steps; an entrypoint or a squashfs root is made for the step's own,
+  // and CDI hooks must see the root containerd made, before it is the user's (give_rootfs).
   if (settings_.spares.per_node == 0 || plan.named || !req.image_file().empty() || !plan.in.entrypoint.empty() ||
-      req.readonly_rootfs() || plan.image_id.empty())
+      req.readonly_rootfs() || plan.image_id.empty() || !plan.hooks.empty())
     return std::nullopt;
   return SpareKey{req.uid(), req.gid(), plan.in.image};
 }
@@ -92,8 +93,6 @@ Result<std::string> StepManager::claim_spare(const v1::CreateStepRequest& req, P
 Status StepManager::attach_spare(const v1::CreateStepRequest& req, const Plan& plan, const SpareKey& key,
                                  const Spare& spare) {
   if (spare.image_id != plan.image_id) return fail(ErrorKind::kUnsupported, "its image's tag names another image now");
-  // CDI hooks must see the root containerd made, before it is the user's (give_rootfs).
-  if (!plan.hooks.empty()) return fail(ErrorKind::kUnsupported, "the step's CDI hooks run in a container made for it");
   auto diff = plan_claim(build_step_container(plan.in, settings_.node),
                          build_step_container(spare_input(key, plan.scope.user), settings_.node));
   if (!diff) return diff.take_error();
@@ -137,8 +136,9 @@ void StepManager::spare_loop() {
     lock.unlock();
     auto t0 = std::chrono::steady_clock::now();
     auto made = make_spare(key, user);
-    if (made) {
-      pool_.made(key, *made);
+    if (made && !pool_.made(key, *made)) {
+      remove_spare(made->id);  // its user's spares were removed meanwhile
+    } else if (made) {
       spares_made++;
       log_info("made spare container " + made->id.substr(0, 12) + " (uid " + std::to_string(key.uid) + ", " + key.image +
                ") in " +
@@ -196,11 +196,8 @@ uint64_t StepManager::expire_spares() {
 
 uint64_t StepManager::remove_spares(std::optional<uint32_t> uid) {
   uint64_t n = 0;
-  auto spares = cri_.list_containers({{labels::kManaged, "true"}, {labels::kSpare, "true"}});
-  if (!spares) return 0;
-  for (const cri::Container& c : *spares) {
-    if (claims_.find(c.id()) || (uid && labels::number_of(c.labels(), labels::kUid) != *uid)) continue;
-    remove_spare(c.id());
+  for (const Spare& s : pool_.take_all(uid)) {
+    remove_spare(s.id);
     n++;
   }
   return n;

@@ -1,5 +1,7 @@
 #include "agent/spares/spare_pool.h"
 
+#include <utility>
+
 namespace crisp {
 
 size_t SparePool::held(const std::optional<uint32_t>& uid) const {
@@ -20,16 +22,18 @@ bool SparePool::note_use(const SpareKey& key, int64_t now_ns) {
   return true;
 }
 
-void SparePool::made(const SpareKey& key, Spare spare) {
+bool SparePool::made(const SpareKey& key, Spare spare) {
   std::lock_guard lock(mu_);
   Slot& slot = slots_[key];
   slot.making = false;
+  if (std::exchange(slot.cancelled, false)) return false;
   slot.ready = std::move(spare);
+  return true;
 }
 
 void SparePool::unmade(const SpareKey& key) {
   std::lock_guard lock(mu_);
-  if (auto it = slots_.find(key); it != slots_.end()) it->second.making = false;
+  if (auto it = slots_.find(key); it != slots_.end()) it->second.making = it->second.cancelled = false;
 }
 
 std::optional<Spare> SparePool::take(const SpareKey& key) {
@@ -63,14 +67,17 @@ std::vector<Spare> SparePool::expired(int64_t now_ns) {
   return out;
 }
 
-std::vector<Spare> SparePool::take_all() {
+std::vector<Spare> SparePool::take_all(std::optional<uint32_t> uid) {
   std::lock_guard lock(mu_);
   std::vector<Spare> out;
-  for (auto& [key, slot] : slots_)
+  for (auto& [key, slot] : slots_) {
+    if (uid && key.uid != *uid) continue;
+    if (slot.making) slot.cancelled = true;
     if (slot.ready) {
       out.push_back(std::move(*slot.ready));
       slot.ready.reset();
     }
+  }
   return out;
 }
 

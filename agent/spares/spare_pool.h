@@ -43,15 +43,17 @@ class SparePool {
   // A step of key started at now: true when a spare of it should be made (the
   // caller then calls made() or unmade()).
   bool note_use(const SpareKey& key, int64_t now_ns);
-  void made(const SpareKey& key, Spare spare);
+  // false: its key's spares were removed while it was made (take_all); the caller removes it.
+  bool made(const SpareKey& key, Spare spare);
   void unmade(const SpareKey& key);
   // The ready spare of key, taken: no other step can have it. The pool still
   // holds its id (a sweep must not take it for a stray) until drop().
   std::optional<Spare> take(const SpareKey& key);
   // Ready spares of keys unused for the grace period, taken (the caller removes them).
   std::vector<Spare> expired(int64_t now_ns);
-  // Every ready spare, taken (crispctl rm, crispd's stop).
-  std::vector<Spare> take_all();
+  // The ready spares of uid (every user's: nullopt), taken, and those being made
+  // refused when made (crispctl rm --spares, crispd's stop).
+  std::vector<Spare> take_all(std::optional<uint32_t> uid);
   // A container removed: no longer ready or taken, if it was.
   void drop(const std::string& container_id);
   // Ready, or taken and not yet dropped.
@@ -63,6 +65,7 @@ class SparePool {
   struct Slot {
     int64_t last_use_ns = 0;
     bool making = false;
+    bool cancelled = false;  // removed while being made: refused when made
     std::optional<Spare> ready;
   };
   size_t held(const std::optional<uint32_t>& uid) const;  // made or being made

@@ -65,7 +65,8 @@ test_a_spare_of_a_moved_tag_is_passed_over() {
   local first=$OUT
   expect "a spare of the tag is made" wait_for_spare "$uid" "$image"
   push_unique_image "crisp-test/busybox:$tag" 1
-  "${CRISPCTL[@]}" pull "$image" >/dev/null
+  # The node's store moves the tag (crispd pulls a present image no more, as enroot's cache would).
+  "${CTR[@]}" images pull --plain-http "$image" >/dev/null
   local passed0; passed0=$(stat_of spares_passed_over)
   run as_user "${SRUN[@]}" -w "$(hostname -s)" --container-image="$image" md5sum /payload
   expect "the step runs the image the tag names now" equals "$((RC == 0)) $([[ $OUT != "$first" && -n $OUT ]] && echo new)" "1 new"
@@ -102,6 +103,7 @@ test_unused_spares_go_after_their_grace() {
   expect "a spare is made" wait_for_spare "$uid"
   local removed0; removed0=$(stat_of spares_removed)
   expect "it is gone after the grace and a sweep" wait_until 20 no_spare "$uid"
-  expect "... counted" equals "$(($(stat_of spares_removed) - removed0))" 1
+  one_removed() { [[ $(($(stat_of spares_removed) - removed0)) == 1 ]]; }
+  expect "... counted" wait_until 10 one_removed
   start_crispd
 }

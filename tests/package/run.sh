@@ -11,6 +11,7 @@ set +e
 fail() { echo "FAILED package: $*"; cleanup; exit 1; }
 unit_cmd() { sed -n "s/^$2=//p" "/lib/systemd/system/$1" | head -1; }
 cleanup() {
+  [[ -n ${rpm_build:-} ]] && kill "$rpm_build" 2>/dev/null
   stop_daemon "$RUN/pkg-crispd.pid"
   stop_daemon "$RUN/pkg-containerd.pid"
   dpkg -r crisp >/dev/null 2>&1
@@ -19,9 +20,10 @@ cleanup() {
 deb=$("$CRISP_SRC/packaging/build-deb.sh" | grep '/crisp_.*\.deb$') || fail "the .deb did not build"
 lint=$(lintian --suppress-tags running-with-root-privileges "$deb" 2>&1 | grep '^E:')
 [[ -z $lint ]] || fail "lintian reports errors: $lint"
-rpm_file=$("$CRISP_SRC/packaging/build-rpm.sh" | grep '\.rpm$') || fail "rpmbuild -bb failed"
-# Captured, not piped: grep -q stops early, rpm then dies of SIGPIPE and pipefail fails the check.
-grep -qx "$SLURM_PLUGINDIR/spank_crisp.so" <<<"$(rpm -qlp "$rpm_file" 2>/dev/null)" || fail "the rpm lacks the plugin"
+# The rpm builds meanwhile (CPU) while the .deb's test below mostly waits on daemons and srun.
+rpm_out=$(mktemp)
+"$CRISP_SRC/packaging/build-rpm.sh" >"$rpm_out" 2>&1 &
+rpm_build=$!
 
 # The first node's dev daemons give way to the package's.
 stop_crispd
@@ -57,5 +59,9 @@ dpkg --purge crisp >/dev/null 2>&1 || fail "dpkg --purge failed"
 for f in /etc/default/crispd /etc/crisp/containerd.toml /var/lib/crisp /usr/sbin/crispd; do
   [[ ! -e $f ]] || fail "$f is left after purge"
 done
+wait "$rpm_build" && rpm_file=$(grep '\.rpm$' "$rpm_out") || { tail -20 "$rpm_out"; fail "rpmbuild -bb failed"; }
+rm -f "$rpm_out"
+# Captured, not piped: grep -q stops early, rpm then dies of SIGPIPE and pipefail fails the check.
+grep -qx "$SLURM_PLUGINDIR/spank_crisp.so" <<<"$(rpm -qlp "$rpm_file" 2>/dev/null)" || fail "the rpm lacks the plugin"
 echo "ok     package_install ($(basename "$deb"), $(basename "$rpm_file"))"
 exit 0

@@ -106,7 +106,7 @@ TEST(SparePool, OneSparePerKeyWithinTheNodesAndTheUsersLimits) {
   EXPECT_FALSE(pool.note_use(c, 3)) << "the user's limit";
   EXPECT_TRUE(pool.note_use(d, 4));
   EXPECT_FALSE(pool.note_use(e, 5)) << "the node's limit";
-  pool.made(a, {"c1", "sha-a"});
+  EXPECT_TRUE(pool.made(a, {"c1", "sha-a"}));
   pool.unmade(b);
   EXPECT_EQ(pool.ready(), 1u);
   EXPECT_FALSE(pool.take(b)) << "none made";
@@ -138,6 +138,24 @@ TEST(SparePool, UnusedKeysExpireAfterTheGrace) {
   pool.drop("c2");
   EXPECT_EQ(pool.ready(), 0u);
   EXPECT_FALSE(crisp::SparePool({0, 2, std::chrono::seconds(60)}).note_use(a, 0)) << "--spares 0: none";
+}
+
+TEST(SparePool, RemovingAUsersSparesRefusesTheOneBeingMade) {
+  crisp::SparePool pool({8, 2, std::chrono::seconds(60)});
+  crisp::SpareKey a{1000, 100, "img:a"}, b{1000, 100, "img:b"}, c{1001, 100, "img:a"};
+  ASSERT_TRUE(pool.note_use(a, 0));
+  ASSERT_TRUE(pool.made(a, {"c1", "sha"}));
+  ASSERT_TRUE(pool.note_use(b, 0));  // being made
+  ASSERT_TRUE(pool.note_use(c, 0));
+  ASSERT_TRUE(pool.made(c, {"c3", "sha"}));
+  auto gone = pool.take_all(1000u);
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(gone[0].id, "c1");
+  EXPECT_FALSE(pool.made(b, {"c2", "sha"})) << "made after its user's spares were removed: refused";
+  EXPECT_FALSE(pool.holds("c2"));
+  EXPECT_TRUE(pool.holds("c3")) << "another user's stays";
+  EXPECT_TRUE(pool.note_use(b, 1)) << "and the next use makes one again";
+  EXPECT_TRUE(pool.made(b, {"c4", "sha"}));
 }
 
 TEST(Claims, RecordsReadBackAndOverlaidOnlyOnClaimedSpares) {
