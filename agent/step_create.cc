@@ -90,10 +90,13 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     if (!ref) return ref.take_error();
     plan.ref = *ref;
   }
-  for (auto phase : {&StepManager::resolve_user_paths, &StepManager::plan_devices,
-                     req.image_file().empty() ? &StepManager::pull_image : &StepManager::mount_image_file})
+  using Phase = Status (StepManager::*)(const v1::CreateStepRequest&, Plan&);
+  for (auto [phase, name] : {std::pair<Phase, const char*>{&StepManager::resolve_user_paths, "paths"},
+                             {&StepManager::plan_devices, "devices"},
+                             {req.image_file().empty() ? &StepManager::pull_image : &StepManager::mount_image_file, "image"}}) {
     if (auto s = (this->*phase)(req, plan); !s) return s.take_error();
-  clock.lap("image");
+    clock.lap(name);
+  }
 
   // Unnamed steps touch only their own container: they are made side by side.
   std::optional<SlotLock<std::unique_lock<std::shared_mutex>>> whole_job;
