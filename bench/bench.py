@@ -159,8 +159,13 @@ def spare_memory_mb():
     if not pids:
         return None
     with open(f"/proc/{pids[0]}/cgroup") as f:
-        path = f.read().strip().split("::", 1)[1]
-    with open(f"/sys/fs/cgroup{path}/memory.current") as f:
+        lines = [line.strip().split(":", 2) for line in f]
+    # cgroup v1's memory hierarchy where there is one (this VM's), else v2's unified one.
+    for _, controllers, path in lines:
+        if "memory" in controllers.split(","):
+            with open(f"/sys/fs/cgroup/memory{path}/memory.usage_in_bytes") as f:
+                return int(f.read()) / 2**20
+    with open(f"/sys/fs/cgroup{lines[0][2]}/memory.current") as f:
         return int(f.read()) / 2**20
 
 
@@ -248,7 +253,9 @@ OWN_LAYERS = set(INSPECT["Layers"]) - set(inspect(SMALL)["Layers"])  # the small
 
 
 def drop_large():
-    """CRI keeps an image under three refs (tag, repo@digest, config id): all must go for GC."""
+    """CRI keeps an image under three refs (tag, repo@digest, config id): all must go for GC; a
+    spare container of the image would keep its layers, so the spares go first."""
+    run(A.crispctl.split() + ["rm", "--spares"], False)
     left = []
     for ns in ("k8s.io", "crisp-bench"):
         listing = subprocess.run(CTR + ["-n", ns, "images", "ls"], capture_output=True, text=True, check=True).stdout

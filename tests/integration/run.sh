@@ -107,6 +107,7 @@ if spares_on; then
   t a_spare_of_a_moved_tag_is_passed_over
   t a_claimed_spare_goes_with_its_step
   t unused_spares_go_after_their_grace
+  t a_symlink_in_the_image_never_leads_a_claims_mount
 fi
 echo "integration: $passed passed, $failed failed"
 ((failed == 0))

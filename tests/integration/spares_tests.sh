@@ -107,3 +107,26 @@ test_unused_spares_go_after_their_grace() {
   expect "... counted" wait_until 10 one_removed
   start_crispd
 }
+
+# An image whose path to a mount target is a symlink: crispd (root) makes a claimed spare's
+# mount points through none (a user's image could aim one anywhere in the container); the
+# spare is passed over and the step gets what runc makes, the symlink followed inside the root.
+test_a_symlink_in_the_image_never_leads_a_claims_mount() {
+  local uid tag dir; uid=$(id -u "$TEST_USER"); tag=symlink-$RANDOM$RANDOM; dir=$(mktemp -d)
+  skopeo copy --quiet --src-tls-verify=false "docker://$TEST_IMAGE" "oci:$dir/oci:base" &&
+    umoci unpack --image "$dir/oci:base" "$dir/b" >/dev/null && mkdir -p "$dir/b/rootfs/real" &&
+    ln -s /real "$dir/b/rootfs/data" && umoci repack --image "$dir/oci:base" "$dir/b" &&
+    skopeo copy --quiet --dest-tls-verify=false "oci:$dir/oci:base" "docker://$REGISTRY/crisp-test/busybox:$tag"
+  rm -rf "$dir"
+  local image=$REGISTRY/crisp-test/busybox:$tag
+  settle
+  as_user "${SRUN[@]}" -w "$(hostname -s)" --container-image="$image" true
+  expect "a spare of the image is made" wait_for_spare "$uid" "$image"
+  local passed0; passed0=$(stat_of spares_passed_over)
+  run as_user "${SRUN[@]}" -w "$(hostname -s)" --container-image="$image" --container-mounts=/var/tmp/crisp-it/ro:/data/in \
+    cat /real/in/file
+  expect "the step runs, its mount where runc puts it (through the image's symlink, inside)" equals "$OUT" read-only-data
+  expect "the spare was passed over, not followed through the symlink" equals "$(($(stat_of spares_passed_over) - passed0))" 1
+  expect "crispd says why" contains "$(tail -20 "$LOGS/crispd.log")" "cannot make the mount point /data/in"
+  "${CRISPCTL[@]}" rm --spares >/dev/null
+}
