@@ -113,7 +113,13 @@ Status StepManager::attach_spare(const v1::CreateStepRequest& req, const Plan& p
 
 void StepManager::want_spare(const v1::CreateStepRequest& req, const Plan& plan) {
   auto key = spare_key(req, plan);
-  if (!key || !pool_.note_use(*key, now_ns())) return;
+  if (!key) return;
+  auto use = pool_.note_use(*key, now_ns());
+  if (use.evicted) {
+    log_info("removing spare container " + use.evicted->id.substr(0, 12) + " for one of " + key->image + ", used later");
+    remove_spare(use.evicted->id);
+  }
+  if (!use.make) return;
   {
     std::lock_guard lock(spare_mu_);
     spare_queue_.emplace_back(*key, plan.scope.user);

@@ -11,15 +11,33 @@ size_t SparePool::held(const std::optional<uint32_t>& uid) const {
   return n;
 }
 
-bool SparePool::note_use(const SpareKey& key, int64_t now_ns) {
-  if (limits_.per_node == 0) return false;
+std::optional<Spare> SparePool::take_least_recent(const SpareKey& key, const std::optional<uint32_t>& uid) {
+  Slot* oldest = nullptr;
+  for (auto& [k, slot] : slots_)
+    if (k != key && slot.ready && (!uid || k.uid == *uid) && (!oldest || slot.last_use_ns < oldest->last_use_ns))
+      oldest = &slot;
+  if (!oldest) return std::nullopt;
+  std::optional<Spare> out = std::move(oldest->ready);
+  oldest->ready.reset();
+  return out;
+}
+
+SparePool::Use SparePool::note_use(const SpareKey& key, int64_t now_ns) {
+  Use use;
+  if (limits_.per_node == 0) return use;
   std::lock_guard lock(mu_);
   Slot& slot = slots_[key];
   slot.last_use_ns = now_ns;
-  if (slot.making || slot.ready) return false;
-  if (held(std::nullopt) >= limits_.per_node || held(key.uid) >= limits_.per_user) return false;
-  slot.making = true;
-  return true;
+  if (slot.making || slot.ready) return use;
+  if (held(key.uid) >= limits_.per_user) {
+    use.evicted = take_least_recent(key, key.uid);
+    if (!use.evicted) return use;  // the user's others are all being made
+  } else if (held(std::nullopt) >= limits_.per_node) {
+    use.evicted = take_least_recent(key, std::nullopt);
+    if (!use.evicted) return use;
+  }
+  slot.making = use.make = true;
+  return use;
 }
 
 bool SparePool::made(const SpareKey& key, Spare spare) {

@@ -40,9 +40,14 @@ class SparePool {
  public:
   explicit SparePool(SpareLimits limits) : limits_(limits) {}
 
-  // A step of key started at now: true when a spare of it should be made (the
-  // caller then calls made() or unmade()).
-  bool note_use(const SpareKey& key, int64_t now_ns);
+  // A step of key started at now: whether a spare of it should be made (the caller
+  // then calls made() or unmade()), and the ready spare it displaces, to remove:
+  // at a limit, the least recently used key's (the user's own first) gives way.
+  struct Use {
+    bool make = false;
+    std::optional<Spare> evicted;
+  };
+  Use note_use(const SpareKey& key, int64_t now_ns);
   // false: its key's spares were removed while it was made (take_all); the caller removes it.
   bool made(const SpareKey& key, Spare spare);
   void unmade(const SpareKey& key);
@@ -69,6 +74,8 @@ class SparePool {
     std::optional<Spare> ready;
   };
   size_t held(const std::optional<uint32_t>& uid) const;  // made or being made
+  // The ready spare of the least recently used key other than key (of uid only, if given), taken.
+  std::optional<Spare> take_least_recent(const SpareKey& key, const std::optional<uint32_t>& uid);
 
   SpareLimits limits_;
   mutable std::mutex mu_;

@@ -100,12 +100,13 @@ TEST(SparePool, OneSparePerKeyWithinTheNodesAndTheUsersLimits) {
   crisp::SparePool pool({3, 2, std::chrono::seconds(60)});
   crisp::SpareKey a{1000, 100, "img:a"}, b{1000, 100, "img:b"}, c{1000, 100, "img:c"}, d{1001, 100, "img:a"},
       e{1002, 100, "img:a"};
-  EXPECT_TRUE(pool.note_use(a, 0));
-  EXPECT_FALSE(pool.note_use(a, 1)) << "already being made";
-  EXPECT_TRUE(pool.note_use(b, 2));
-  EXPECT_FALSE(pool.note_use(c, 3)) << "the user's limit";
-  EXPECT_TRUE(pool.note_use(d, 4));
-  EXPECT_FALSE(pool.note_use(e, 5)) << "the node's limit";
+  EXPECT_TRUE(pool.note_use(a, 0).make);
+  EXPECT_FALSE(pool.note_use(a, 1).make) << "already being made";
+  EXPECT_TRUE(pool.note_use(b, 2).make);
+  auto at_limit = pool.note_use(c, 3);
+  EXPECT_FALSE(at_limit.make || at_limit.evicted) << "the user's limit, and both of theirs still being made";
+  EXPECT_TRUE(pool.note_use(d, 4).make);
+  EXPECT_FALSE(pool.note_use(e, 5).make) << "the node's limit";
   EXPECT_TRUE(pool.made(a, {"c1", "sha-a"}));
   pool.unmade(b);
   EXPECT_EQ(pool.ready(), 1u);
@@ -121,13 +122,36 @@ TEST(SparePool, OneSparePerKeyWithinTheNodesAndTheUsersLimits) {
   EXPECT_FALSE(pool.take(d)) << "another user's key never gets a's";
 }
 
+TEST(SparePool, AtTheLimitTheLeastRecentlyUsedGivesWay) {
+  crisp::SparePool pool({3, 2, std::chrono::seconds(600)});
+  crisp::SpareKey a{1000, 100, "img:a"}, b{1000, 100, "img:b"}, c{1000, 100, "img:c"}, d{1001, 100, "img:d"},
+      e{1002, 100, "img:e"};
+  ASSERT_TRUE(pool.note_use(a, 10).make);
+  ASSERT_TRUE(pool.made(a, {"ca", "sha"}));
+  ASSERT_TRUE(pool.note_use(b, 20).make);
+  ASSERT_TRUE(pool.made(b, {"cb", "sha"}));
+  auto use = pool.note_use(c, 30);
+  EXPECT_TRUE(use.make) << "the user's newest image gets one";
+  ASSERT_TRUE(use.evicted);
+  EXPECT_EQ(use.evicted->id, "ca") << "in place of their least recently used";
+  ASSERT_TRUE(pool.made(c, {"cc", "sha"}));
+  use = pool.note_use(d, 40);
+  EXPECT_TRUE(use.make);
+  EXPECT_FALSE(use.evicted) << "the node has room";
+  ASSERT_TRUE(pool.made(d, {"cd", "sha"}));
+  use = pool.note_use(e, 50);
+  EXPECT_TRUE(use.make);
+  ASSERT_TRUE(use.evicted);
+  EXPECT_EQ(use.evicted->id, "cb") << "the node's least recently used, whoever's";
+}
+
 TEST(SparePool, UnusedKeysExpireAfterTheGrace) {
   const int64_t s = 1'000'000'000;
   crisp::SparePool pool({8, 2, std::chrono::seconds(60)});
   crisp::SpareKey a{1000, 100, "img:a"}, b{1000, 100, "img:b"};
-  ASSERT_TRUE(pool.note_use(a, 0));
+  ASSERT_TRUE(pool.note_use(a, 0).make);
   pool.made(a, {"c1", "sha"});
-  ASSERT_TRUE(pool.note_use(b, 30 * s));
+  ASSERT_TRUE(pool.note_use(b, 30 * s).make);
   pool.made(b, {"c2", "sha"});
   EXPECT_TRUE(pool.expired(59 * s).empty());
   auto gone = pool.expired(61 * s);
@@ -137,16 +161,16 @@ TEST(SparePool, UnusedKeysExpireAfterTheGrace) {
   EXPECT_FALSE(pool.holds("c1"));
   pool.drop("c2");
   EXPECT_EQ(pool.ready(), 0u);
-  EXPECT_FALSE(crisp::SparePool({0, 2, std::chrono::seconds(60)}).note_use(a, 0)) << "--spares 0: none";
+  EXPECT_FALSE(crisp::SparePool({0, 2, std::chrono::seconds(60)}).note_use(a, 0).make) << "--spares 0: none";
 }
 
 TEST(SparePool, RemovingAUsersSparesRefusesTheOneBeingMade) {
   crisp::SparePool pool({8, 2, std::chrono::seconds(60)});
   crisp::SpareKey a{1000, 100, "img:a"}, b{1000, 100, "img:b"}, c{1001, 100, "img:a"};
-  ASSERT_TRUE(pool.note_use(a, 0));
+  ASSERT_TRUE(pool.note_use(a, 0).make);
   ASSERT_TRUE(pool.made(a, {"c1", "sha"}));
-  ASSERT_TRUE(pool.note_use(b, 0));  // being made
-  ASSERT_TRUE(pool.note_use(c, 0));
+  ASSERT_TRUE(pool.note_use(b, 0).make);  // being made
+  ASSERT_TRUE(pool.note_use(c, 0).make);
   ASSERT_TRUE(pool.made(c, {"c3", "sha"}));
   auto gone = pool.take_all(1000u);
   ASSERT_EQ(gone.size(), 1u);
@@ -154,7 +178,7 @@ TEST(SparePool, RemovingAUsersSparesRefusesTheOneBeingMade) {
   EXPECT_FALSE(pool.made(b, {"c2", "sha"})) << "made after its user's spares were removed: refused";
   EXPECT_FALSE(pool.holds("c2"));
   EXPECT_TRUE(pool.holds("c3")) << "another user's stays";
-  EXPECT_TRUE(pool.note_use(b, 1)) << "and the next use makes one again";
+  EXPECT_TRUE(pool.note_use(b, 1).make) << "and the next use makes one again";
   EXPECT_TRUE(pool.made(b, {"c4", "sha"}));
 }
 
