@@ -1,7 +1,14 @@
 # What a step leaves and how crispd's absence, hang or restart look to users. Sourced by run.sh.
 
 # The holder is the one process a container keeps; the user's others are Slurm's to end.
-user_holders() { pgrep -u "$TEST_USER" -f '^/\.crisp/holder' | wc -l; }
+# The test user's holders, but those of spares no step has claimed (made ahead, of no job).
+unclaimed_spare_pids() {
+  local id
+  for id in $("${CTR[@]}" containers ls -q 'labels."crisp.slurm/spare"==true'); do
+    [[ -e /run/crisp/claims/$id ]] || "${CTR[@]}" tasks ls | awk -v id="$id" '$1 == id {print $2}'
+  done
+}
+user_holders() { pgrep -u "$TEST_USER" -f '^/\.crisp/holder' | grep -vxF -f <(unclaimed_spare_pids; echo none) | wc -l; }
 
 # The job ends (its epilog returns) once none of its processes is left; containerd's own
 # stop and removal (70 ms a container) follow it, so the node's next job need not wait.
