@@ -33,6 +33,7 @@
 #include "common/mount_spec.h"
 #include "common/slurm_ids.h"
 #include "common/strings.h"
+#include "common/time.h"
 
 namespace crisp {
 
@@ -70,12 +71,15 @@ StepManager::Plan StepManager::new_plan(const v1::CreateStepRequest& req) {
 }
 
 Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& req, const PullWaiter& waiter) {
-  // Spares are made only while no step is.
+  // Spares are made only while no step is, nor was a moment ago.
   struct Creating {
-    std::atomic<int>& n;
-    explicit Creating(std::atomic<int>& count) : n(count) { n++; }
-    ~Creating() { n--; }
-  } creating(creating_);
+    StepManager& m;
+    explicit Creating(StepManager& steps) : m(steps) { m.creating_++; }
+    ~Creating() {
+      m.created_ns_ = now_ns();
+      m.creating_--;
+    }
+  } creating(*this);
   PhaseClock clock;
   Plan plan = new_plan(req);
   plan.waiter = &waiter;

@@ -260,7 +260,8 @@ class StepManager {
   SparePool pool_;
   ClaimBook claims_;
   int64_t started_ns_ = 0;  // when this crispd started: older unclaimed spares are a previous one's
-  std::atomic<int> creating_{0};  // creates under way: spares wait for none
+  std::atomic<int> creating_{0};       // creates under way: spares wait for none
+  std::atomic<int64_t> created_ns_{0};  // when the last one ended: its step's tasks start then
   std::mutex spare_mu_;
   std::condition_variable spare_cv_;
   std::deque<std::pair<SpareKey, std::string>> spare_queue_;  // keys to make, with the user's name

@@ -26,6 +26,10 @@ namespace {
 constexpr int64_t kUnknownSpareAge = 120'000'000'000;
 // How often the maker looks again while steps are being made.
 constexpr std::chrono::milliseconds kBusyWait{20};
+// How long after a step's container is answered the maker waits: the step's own
+// tasks start then (Slurm's launch, the tasks joining), and runc's work for a spare,
+// 100 ms of CPU and more, would slow them on a small node.
+constexpr int64_t kQuietNs = 200'000'000;
 
 // The holder's supplementary groups are looked up when it is made (tasks take Slurm's).
 StepContainerInput spare_input(const SpareKey& key, const std::string& user) {
@@ -127,13 +131,14 @@ void StepManager::want_spare(const v1::CreateStepRequest& req, const Plan& plan)
   spare_cv_.notify_one();
 }
 
-// One at a time, and only while no step's container is being made: a spare never delays a step.
+// One at a time, only while no step's container is being made nor was a moment ago: a spare
+// never delays a step.
 void StepManager::spare_loop() {
   std::unique_lock lock(spare_mu_);
   for (;;) {
     spare_cv_.wait(lock, [this] { return spare_stop_ || !spare_queue_.empty(); });
     if (spare_stop_) return;
-    if (creating_ > 0) {
+    if (creating_ > 0 || now_ns() - created_ns_ < kQuietNs) {
       spare_cv_.wait_for(lock, kBusyWait, [this] { return spare_stop_; });
       continue;
     }

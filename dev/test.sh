@@ -72,7 +72,7 @@ echo "unit (sanitized): $san_pass passed, $san_fail failed"
 # Every parser a user or an image feeds, under libFuzzer (ASan + UBSan): a
 # short run from the seed corpus, one test per target (tests/fuzz/run.sh).
 say "fuzz smoke"
-fuzz_runs=20000
+fuzz_runs=10000
 "$CRISP_SRC/tests/fuzz/run.sh" "$fuzz_runs" >"$results/fuzz.log" 2>&1
 fuzz_rows=0
 while IFS='|' read -r _ name execs crashes _; do
