@@ -10,7 +10,7 @@ import statistics
 import subprocess
 
 P = argparse.ArgumentParser()
-for flag in ("--out", "--registry", "--user", "--containerd", "--node2-mnt"):
+for flag in ("--out", "--registry", "--user", "--containerd", "--node2-mnt", "--crispctl"):
     P.add_argument(flag, required=True)
 P.add_argument("--runs", type=int, default=3)
 A = P.parse_args()
@@ -31,8 +31,10 @@ DIGEST = digest()
 
 
 def drop_image():
-    """The image off both nodes (every ref CRI keeps of it), its content collected."""
+    """The image off both nodes (every ref CRI keeps of it), its content collected; a spare
+    container of it would keep its layers, so the spares go first."""
     for prefix in NODES.values():
+        subprocess.run(prefix + [A.crispctl, "rm", "--spares"], capture_output=True, check=True)
         listing = subprocess.run(prefix + CTR + ["images", "ls"], capture_output=True, text=True, check=True).stdout
         refs = [f[0] for f in (line.split() for line in listing.splitlines()[1:]) if f[2] == DIGEST]
         if refs:

@@ -40,4 +40,4 @@ mkdir -p "$CRISP_SRC/bench/results"
   --sqsh-small "$BENCH_DIR/small.sqsh" --sqsh-large "$BENCH_DIR/large.sqsh" \
   --crispctl "$PREFIX/bin/crispctl --socket $CRISPD_SOCK" "$@"
 /usr/bin/python3 "$CRISP_SRC/bench/prolog_pull.py" --out "$CRISP_SRC/bench/results" --registry "$REGISTRY" \
-  --user "$TEST_USER" --containerd "$CONTAINERD_SOCK" --node2-mnt "$NODE2_MNT"
+  --user "$TEST_USER" --containerd "$CONTAINERD_SOCK" --node2-mnt "$NODE2_MNT" --crispctl "$PREFIX/bin/crispctl"
