@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/files.h"
+#include "common/mount_api.h"
 #include "common/strings.h"
 
 // glibc 2.36's <sys/mount.h> and <linux/mount.h> clash; the syscalls need only these.
@@ -29,9 +30,6 @@
 #ifndef MS_UNBINDABLE
 #define MS_UNBINDABLE (1 << 17)
 #endif
-struct crisp_mount_attr {  // linux/mount.h's struct mount_attr
-  uint64_t attr_set, attr_clr, propagation, userns_fd;
-};
 
 namespace crisp {
 namespace {
@@ -149,7 +147,7 @@ Status attach_tree(int tree_fd, const std::string& target) {
 Status make_unbindable(const std::string& target, bool recursive) {
   Fd at = open_no_symlinks(AT_FDCWD, target, O_PATH);
   if (!at) return fail("cannot make " + target + " unbindable in the container: " + errno_text(errno));
-  crisp_mount_attr attr{};
+  MountAttr attr{};
   attr.propagation = MS_UNBINDABLE;
   unsigned flags = AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0);
   if (syscall(SYS_mount_setattr, at.get(), "", flags, &attr, sizeof attr) != 0)

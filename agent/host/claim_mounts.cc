@@ -14,18 +14,11 @@
 #include "agent/host/holder_process.h"
 #include "common/fd.h"
 #include "common/files.h"
+#include "common/mount_api.h"
 #include "common/strings.h"
-
-#ifndef MOUNT_ATTR_RDONLY
-#define MOUNT_ATTR_RDONLY 0x00000001
-#endif
 
 namespace crisp {
 namespace {
-
-struct MountAttr {  // linux/mount.h's struct mount_attr
-  uint64_t attr_set, attr_clr, propagation, userns_fd;
-};
 
 // Kernel work on the container's own directories: seconds would mean something is wrong.
 constexpr int kChildTimeoutMs = 10000;

@@ -26,23 +26,11 @@
 #include "agent/host/squashfs_tools.h"
 #include "common/fd.h"
 #include "common/files.h"
+#include "common/mount_api.h"
 #include "common/strings.h"
-
-#ifndef MOUNT_ATTR_RDONLY
-#define MOUNT_ATTR_RDONLY 0x00000001
-#endif
-
-// glibc 2.36's <sys/mount.h> lacks the new mount API's structure.
-#ifndef MOUNT_ATTR_IDMAP
-#define MOUNT_ATTR_IDMAP 0x00100000
-#endif
 
 namespace crisp {
 namespace {
-
-struct MountAttr {  // linux/mount.h's struct mount_attr
-  uint64_t attr_set, attr_clr, propagation, userns_fd;
-};
 
 // mountinfo escapes space, tab, newline and backslash as \ooo.
 std::string unescape(const std::string& s) {
