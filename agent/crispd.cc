@@ -14,6 +14,8 @@
 
 #include "agent/cri/cri_client.h"
 #include "agent/images/image_store.h"
+#include "agent/metrics/metrics_server.h"
+#include "agent/node_metrics.h"
 #include "agent/reconcile.h"
 #include "agent/server.h"
 #include "agent/slurm_jobs.h"
@@ -57,6 +59,8 @@ struct Flags {
   std::string claims_dir = "/run/crisp/claims";
   int pull_stall_timeout = 60;
   int parallel_tasks = 0;
+  std::string metrics_address = "127.0.0.1:9474";
+  bool no_metrics = false;
   bool version = false;
 };
 
@@ -109,6 +113,10 @@ void add_runtime_flags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--private-image-list", f.private_list, "where crispd remembers which images were pulled with credentials")
       ->capture_default_str();
+  app.add_option("--metrics-address", f.metrics_address,
+                 "host:port where Prometheus scrapes /metrics (any local user may read it: counts only)")
+      ->capture_default_str();
+  app.add_flag("--no-metrics", f.no_metrics, "serve no metrics");
   app.add_option("--log-level", f.level, "debug, info, warn or error")->capture_default_str();
   app.add_flag("--version", f.version, "print the version and exit");
 }
@@ -168,6 +176,21 @@ crisp::StepSettings step_settings(const Flags& f) {
   return settings;
 }
 
+// Metrics on --metrics-address; one that cannot be served is logged, and crispd runs on
+// (containers matter more than their counts).
+std::unique_ptr<crisp::MetricsServer> serve_metrics(const Flags& f, crisp::Metrics& metrics, const crisp::CriClient& cri,
+                                                    const crisp::ImageStore& images, const crisp::StepManager& steps) {
+  if (f.no_metrics) return nullptr;
+  crisp::add_node_metrics(metrics, cri, images, steps);
+  auto server = crisp::MetricsServer::start(f.metrics_address, metrics);
+  if (!server) {
+    crisp::log_error(server.error());
+    return nullptr;
+  }
+  crisp::log_info("metrics on http://" + f.metrics_address + "/metrics");
+  return std::move(*server);
+}
+
 int serve(const Flags& f) {
   int parallel = f.parallel_tasks ? f.parallel_tasks : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   crisp::CriClient cri(f.endpoint, std::chrono::seconds(f.call_timeout), std::chrono::seconds(f.pull_timeout), parallel);
@@ -187,8 +210,12 @@ int serve(const Flags& f) {
   watch.content = &content;
   // 0: a stall limit longer than any pull may take.
   watch.stall_limit = std::chrono::seconds(f.pull_stall_timeout ? f.pull_stall_timeout : f.pull_timeout + 1);
+  auto metrics = std::make_shared<crisp::Metrics>();
+  watch.metrics = metrics;
   crisp::ImageStore images(cri, policy, f.private_list, watch);
-  crisp::StepManager steps(cri, images, step_settings(f));
+  crisp::StepSettings settings = step_settings(f);
+  settings.metrics = metrics;
+  crisp::StepManager steps(cri, images, std::move(settings));
   crisp::Sweeper sweeper(steps, std::chrono::seconds(f.sweep_interval), std::chrono::seconds(f.sandbox_grace),
                          crisp::slurm_job_liveness);
   crisp::Server server(steps, images, &sweeper);
@@ -197,6 +224,8 @@ int serve(const Flags& f) {
     return 1;
   }
   crisp::log_info("crispd " CRISP_VERSION " serving " + f.socket_path + " on node " + f.node);
+  // Last made, first gone: its threads read everything above.
+  auto served = serve_metrics(f, *metrics, cri, images, steps);
   server.serve(g_stop);
   crisp::log_info("crispd stopping");
   return 0;

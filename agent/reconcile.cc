@@ -11,15 +11,24 @@ namespace crisp {
 
 namespace {
 
-// Why a container goes, or nullptr: it exited, or its job is over (asked once per job and pass).
-const char* reason_to_remove(const cri::Container& c, uint32_t job, const JobCheck& jobs,
-                             std::map<uint32_t, JobLiveness>& known) {
-  if (c.state() == cri::CONTAINER_EXITED || c.state() == cri::CONTAINER_UNKNOWN) return "exited";
+// Why a container goes, if it does: it exited, or its job is over (asked once per job and pass).
+StepManager::Removal reason_to_remove(const cri::Container& c, uint32_t job, const JobCheck& jobs,
+                                      std::map<uint32_t, JobLiveness>& known) {
+  if (c.state() == cri::CONTAINER_EXITED || c.state() == cri::CONTAINER_UNKNOWN) return {"exited", "exited"};
   // Job 0: a named container of global scope, which outlives its jobs by design.
-  if (job == 0 || !jobs) return nullptr;
+  if (job == 0 || !jobs) return {};
   auto it = known.find(job);
   if (it == known.end()) it = known.emplace(job, jobs(job)).first;
-  return it->second == JobLiveness::kOver ? "running, of a job that is over," : nullptr;
+  if (it->second != JobLiveness::kOver) return {};
+  return {"job_over", "running, of a job that is over,"};
+}
+
+// A container's kind in crisp_containers: a claimed spare is a step's (its claim is laid over).
+const char* kind_of(const cri::Container& c) {
+  if (!labels::value_of(c.labels(), labels::kName).empty()) return "named";
+  if (labels::value_of(c.labels(), labels::kSpare) == "true" && labels::value_of(c.labels(), labels::kJob).empty())
+    return "spare";
+  return "step";
 }
 
 }  // namespace
@@ -27,7 +36,9 @@ const char* reason_to_remove(const cri::Container& c, uint32_t job, const JobChe
 uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace, const JobCheck& jobs) {
   CriClient& cri = steps.cri();
   const Labels managed = {{labels::kManaged, "true"}};
+  Metrics& metrics = *steps.settings().metrics;
   uint64_t removed = steps.expire_spares();
+  metrics.swept("spare_expired", removed);
 
   auto containers = cri.list_containers(managed);
   if (!containers) {
@@ -35,16 +46,21 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace, cons
     return 0;
   }
   std::map<uint32_t, JobLiveness> known;
+  std::map<std::string, double> present;
   for (cri::Container& c : *containers) {
     steps.overlay_claim(c);  // a claimed spare is its step's
     uint32_t job = labels::number_of(c.labels(), labels::kJob);
-    const char* why = steps.spare_to_remove(c);
+    auto why = steps.spare_to_remove(c);
     if (!why) why = reason_to_remove(c, job, jobs, known);
-    if (!why) continue;
+    if (!why) {
+      present[kind_of(c)]++;
+      continue;
+    }
     auto lock = steps.lock_job(job);
     v1::ReleaseResponse out;
     if (steps.remove_containers({c}, out); out.removed_containers()) {
-      log_info("sweep: removed " + std::string(why) + " container " + c.id().substr(0, 12) + " of job " +
+      metrics.swept(why.cause);
+      log_info("sweep: removed " + std::string(why.why) + " container " + c.id().substr(0, 12) + " of job " +
                std::to_string(job));
       removed++;
     }
@@ -56,7 +72,9 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace, cons
     return removed;
   }
   int64_t now = now_ns();
+  double kept = 0;
   for (const cri::PodSandbox& sb : *sandboxes) {
+    kept++;
     // Kept for the user's next job, or still waiting for its first container.
     if (sb.state() == cri::SANDBOX_READY &&
         now - steps.last_used_ns(sb) < std::chrono::nanoseconds(sandbox_grace).count())
@@ -65,10 +83,13 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace, cons
     bool gone = false;
     if (auto s = steps.remove_sandbox_if_empty(sb, gone); !s) log_warn("sweep: " + s.error());
     if (gone) {
+      kept--;
+      metrics.swept("idle_sandbox");
       log_info("sweep: removed the idle sandbox " + sb.id().substr(0, 12) + " of " + labels::value_of(sb.labels(), labels::kPodName));
       removed++;
     }
   }
+  metrics.present(present, kept);
   return removed;
 }
 

@@ -150,12 +150,16 @@ bool Server::may_log_user_noise() {
 bool Server::admit(const Peer& peer) {
   std::lock_guard lock(slots_mu_);
   if (peer.uid == 0) {
-    if (root_slots_ >= kMaxRoot) return false;
+    if (root_slots_ >= kMaxRoot) {
+      metrics().refused(Refusal::kOverloaded);
+      return false;
+    }
     root_slots_++;
     return true;
   }
   int& mine = per_user_[peer.uid];
   if (mine >= kMaxPerUser || user_slots_ >= kMaxUsers) {
+    metrics().refused(Refusal::kOverloaded);
     std::string counts = std::to_string(mine) + " of its own and " + std::to_string(user_slots_) + " of all users open";
     if (mine == 0) per_user_.erase(peer.uid);
     if (may_log_user_noise())
@@ -180,6 +184,7 @@ void Server::leave(const Peer& peer) {
 void Server::serve_connection(int fd, const Peer& peer) {
   auto frame = read_frame(fd, Deadline(kIoTimeout), peer.uid == 0 ? kMaxFrame : kMaxUserFrame);
   if (!frame) {
+    if (frame.error_kind() != ErrorKind::kClosed) metrics().refused(Refusal::kBadInput);
     if (frame.error_kind() != ErrorKind::kClosed && (peer.uid == 0 || may_log_user_noise()))
       log_warn("reading a request from pid " + std::to_string(peer.pid) + " (uid " + std::to_string(peer.uid) +
                "): " + frame.error());
@@ -187,6 +192,7 @@ void Server::serve_connection(int fd, const Peer& peer) {
   }
   v1::Request req;
   if (!req.ParseFromString(*frame)) {
+    metrics().refused(Refusal::kBadInput);
     send(fd, error_response("malformed request"), peer.pid);
     return;
   }
@@ -202,6 +208,7 @@ void Server::serve_connection(int fd, const Peer& peer) {
   try {
     answer = std::async(std::launch::async, [&, channel] { return handle_safely(req, peer, channel->waiter()); });
   } catch (const std::system_error& e) {
+    metrics().refused(Refusal::kOverloaded);
     log_error("cannot start a thread for a request: " + std::string(e.what()));
     send(fd, error_response("crispd is out of threads, try again"), peer.pid);
     return;
@@ -309,6 +316,7 @@ void Server::release_answered_first(int fd, const v1::Request& req, const Peer& 
 v1::Response Server::handle(const v1::Request& req, const Peer& peer, const PullWaiter& waiter) {
   auto root_only = [&](const char* what) -> std::optional<v1::Response> {
     if (peer.uid == 0) return std::nullopt;
+    metrics().refused(Refusal::kNotRoot);
     log_warn("refused " + std::string(what) + " from uid " + std::to_string(peer.uid) + " (pid " +
              std::to_string(peer.pid) + ")");
     return error_response(std::string(what) + " is reserved to root (slurmstepd): permission denied");
@@ -357,6 +365,7 @@ v1::Response Server::handle(const v1::Request& req, const Peer& peer, const Pull
     case v1::Request::KIND_NOT_SET:
       break;
   }
+  metrics().refused(Refusal::kBadInput);
   return error_response("unknown request (crispd is older than its client?)");
 }
 

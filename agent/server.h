@@ -57,6 +57,7 @@ class Server {
   void release_answered_first(int fd, const v1::Request& req, const Peer& peer);
   Result<v1::PullResponse> pull(const v1::PullRequest& req, const PullWaiter& waiter);
   v1::StatsResponse stats() const;
+  Metrics& metrics() const { return *steps_.settings().metrics; }
   static constexpr std::chrono::seconds kIoTimeout{10};
   bool send(int fd, const v1::Response& resp, pid_t pid, std::chrono::seconds timeout = kIoTimeout);
 

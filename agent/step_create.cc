@@ -81,36 +81,41 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
     }
   } creating(*this);
   PhaseClock clock;
+  auto out = create_in_phases(req, waiter, clock);
+  if (!out && out.error_kind() == ErrorKind::kCancelled) settings_.metrics->setup_cancelled();
+  else if (!out) settings_.metrics->setup_failed(clock.phase());
+  return out;
+}
+
+Result<v1::CreateStepResponse> StepManager::create_in_phases(const v1::CreateStepRequest& req, const PullWaiter& waiter,
+                                                             PhaseClock& clock) {
   Plan plan = new_plan(req);
   plan.waiter = &waiter;
   if (plan.named) {
+    clock.begin("join");
     auto lock = lock_job(plan.scope.job_id);
     auto joined = join_named(plan.scope, req);
     if (!joined) return joined.take_error();
-    if (*joined) return finish(req, **joined, "joined named", clock);
-  }
-  if (req.image_file().empty()) {
-    auto ref = parse_image_ref(req.image());
-    if (!ref) return ref.take_error();
-    plan.ref = *ref;
+    if (*joined) return finish(req, **joined, SetupKind::kNamedJoin, clock);
   }
   using Phase = Status (StepManager::*)(const v1::CreateStepRequest&, Plan&);
   for (auto [phase, name] : {std::pair<Phase, const char*>{&StepManager::resolve_user_paths, "paths"},
                              {&StepManager::plan_devices, "devices"},
                              {req.image_file().empty() ? &StepManager::pull_image : &StepManager::mount_image_file, "image"}}) {
+    clock.begin(name);
     if (auto s = (this->*phase)(req, plan); !s) return s.take_error();
-    clock.lap(name);
   }
 
   // Unnamed steps touch only their own container: they are made side by side.
   std::optional<SlotLock<std::unique_lock<std::shared_mutex>>> whole_job;
   std::optional<SlotLock<std::shared_lock<std::shared_mutex>>> shared_job;
+  clock.begin("host");
   if (plan.named) {
     whole_job.emplace(lock_job(plan.scope.job_id));
     // Another step of the job may have made it while the image was pulled.
     auto joined = join_named(plan.scope, req);
     if (!joined) return joined.take_error();
-    if (*joined) return finish(req, **joined, "joined named", clock);
+    if (*joined) return finish(req, **joined, SetupKind::kNamedJoin, clock);
   } else {
     shared_job.emplace(share_job(plan.scope.job_id));
     remove_stale_step(req);
@@ -126,8 +131,9 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   // A slurmstepd that gave up waiting (or died: its job cancelled, whose epilog
   // may already have run) will never use nor release this; a named container
   // would outlive its job.
+  clock.begin("session");
   if (stepd_gone(req.stepd_pid()))
-    return fail("slurmstepd " + std::to_string(req.stepd_pid()) + " exited while its container was made");
+    return fail(ErrorKind::kCancelled, "slurmstepd " + std::to_string(req.stepd_pid()) + " exited while its container was made");
   auto started = process_start_time(plan.pid);
   if (!started) return fail("the step's container exited as it was made: " + started.error());
   if (auto s = start_step_session(plan.container_id, plan.pid, req, plan.out); !s) return s.take_error();
@@ -138,26 +144,35 @@ Result<v1::CreateStepResponse> StepManager::create(const v1::CreateStepRequest& 
   plan.out.set_holder_start_time(*started);
   plan.out.set_container_id(plan.container_id);
   want_spare(req, plan);
-  return finish(req, plan.out, plan.claimed ? "claimed spare" : plan.named ? "created named" : "created", clock);
+  return finish(req, plan.out, plan.claimed ? SetupKind::kSpareClaim : SetupKind::kNew, clock, plan.named);
 }
 
 Status StepManager::start_made(const v1::CreateStepRequest& req, Plan& plan, PhaseClock& clock) {
+  clock.begin("start");
   if (auto s = start_container(plan); !s) return s;
-  clock.lap("start");
+  clock.begin("holder");
   if (auto s = wait_for_holder(req, plan, plan.pid, plan.in.entrypoint); !s) return s;
-  clock.lap("holder");
+  clock.begin("rootfs");
   if (auto s = run_hooks(plan); !s) return s;
   // Last, so the hooks and the entrypoint saw the root containerd made.
   if (auto s = give_rootfs(req, plan); !s) return s;
-  clock.lap("rootfs");
+  if (!plan.file_entrypoint.empty()) clock.begin("entrypoint");
   return run_file_entrypoint(req, plan);
 }
 
-v1::CreateStepResponse StepManager::finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out,
-                                           const std::string& what, const PhaseClock& clock) {
-  int64_t ms = clock.total_ms();
+v1::CreateStepResponse StepManager::finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out, SetupKind kind,
+                                           PhaseClock& clock, bool named) {
+  clock.end();
+  double seconds = clock.seconds();
+  for (const auto& [phase, s] : clock.laps()) settings_.metrics->setup_phase(kind, phase, s);
+  settings_.metrics->setup_done(kind, seconds);
+  auto ms = static_cast<int64_t>(seconds * 1000);
   out.set_setup_ms(static_cast<uint32_t>(ms));
   created++;
+  std::string what = kind == SetupKind::kNamedJoin    ? "joined named"
+                     : kind == SetupKind::kSpareClaim ? "claimed spare"
+                     : named                          ? "created named"
+                                                      : "created";
   log_info(what + " container " + out.container_id().substr(0, 12) + " for " + slurm::step_text(req.job_id(), req.step_id()) +
            " (uid " + std::to_string(req.uid()) + ", " + out.image() + ") in " + std::to_string(ms) + " ms" +
            (clock.text().empty() ? "" : " (" + clock.text() + ")"));
@@ -334,6 +349,9 @@ Result<std::vector<unsigned>> StepManager::granted_gpus(const v1::CreateStepRequ
 // The image, pulled with the user's credentials if the node lacks it, and what its config says.
 // A pull is waited for only while the step is alive: scancel or Ctrl-C ends the wait.
 Status StepManager::pull_image(const v1::CreateStepRequest& req, Plan& plan) {
+  auto ref = parse_image_ref(req.image());
+  if (!ref) return ref.take_error();
+  plan.ref = *ref;
   std::string image = plan.ref.canonical();
   UserFiles user{plan.creds, plan.home.value_or("")};
   PullWaiter waiter = step_waiter(req, *plan.waiter);
@@ -517,7 +535,7 @@ Result<std::string> StepManager::create_in_user_sandbox(uint32_t uid, const std:
   auto user_lock = lock_user(uid);
   auto sandbox = find_or_run_user_sandbox(uid, user);
   if (!sandbox) return sandbox.take_error();
-  if (clock) clock->lap("sandbox");
+  if (clock) clock->begin("create");
   auto id = cri_.create_container(sandbox->id(), build_step_container(in, settings_.node),
                                   build_user_sandbox_config(uid, user, settings_.node));
   touch_sandbox(sandbox->id());
@@ -535,9 +553,9 @@ Result<std::string> StepManager::make_container(const v1::CreateStepRequest& req
     if (!image) return fail("cannot find the runtime's sandbox image for a squashfs image's container: " + image.error());
     plan.in.cri_image = *image;
   }
+  clock.begin("sandbox");
   auto id = create_in_user_sandbox(req.uid(), req.user(), plan.in, &clock);
   if (!id) return id.take_error();
-  clock.lap("create");
   plan.container_id = *id;
   return id;
 }

@@ -29,6 +29,7 @@
 #include "agent/host/host_mounts.h"
 #include "agent/images/credentials.h"
 #include "agent/images/image_store.h"
+#include "agent/metrics/metrics.h"
 #include "agent/slurm_jobs.h"
 #include "agent/spares/claims.h"
 #include "agent/spares/spare_pool.h"
@@ -83,6 +84,8 @@ struct StepSettings {
   std::string claims_dir;  // where the claims of spares are kept; empty: in memory alone
   // Attaches a claimed spare's mounts and devices (claim_mounts.h); a seam for the fake CRI's tests.
   std::function<Status(const AttachRequest&)> attach = attach_in_container;
+  // Where setup times and failures are counted (crispd's, served to Prometheus).
+  std::shared_ptr<Metrics> metrics = std::make_shared<Metrics>();
 };
 
 // A lock that keeps its mutex alive: a job's mutex leaves the map at the job's end.
@@ -140,8 +143,14 @@ class StepManager {
   // step: what every reader of a container's labels must see (find_containers does it).
   Result<std::vector<cri::Container>> find_containers(const Labels& selector);
   bool overlay_claim(cri::Container& c) const { return claims_.overlay(c); }
-  // Why the sweep removes c, a spare, or nullptr (claimed by a live step, or ready in the pool).
-  const char* spare_to_remove(const cri::Container& c) const;
+  // Why the sweep removes a container: cause for the metrics, why for the log; none: kept.
+  struct Removal {
+    const char* cause = nullptr;
+    const char* why = nullptr;
+    explicit operator bool() const { return cause != nullptr; }
+  };
+  // Why the sweep removes c, a spare, if it does (not: claimed by a live step, or ready in the pool).
+  Removal spare_to_remove(const cri::Container& c) const;
   // Spares unused for the grace period, removed; how many.
   uint64_t expire_spares();
   // A user's ready spares (nullopt: every user's), removed, and those being made refused; how many.
@@ -202,6 +211,8 @@ class StepManager {
   class PhaseClock;  // where its time goes, for the log
   // The phases of create, in order.
   static Plan new_plan(const v1::CreateStepRequest& req);
+  Result<v1::CreateStepResponse> create_in_phases(const v1::CreateStepRequest& req, const PullWaiter& waiter,
+                                                  PhaseClock& clock);
   // Call with lock_job(scope.job_id) held. nullopt: none exists, make one.
   Result<std::optional<v1::CreateStepResponse>> join_named(const JobIdentity& scope, const v1::CreateStepRequest& req);
   Status resolve_user_paths(const v1::CreateStepRequest& req, Plan& plan);
@@ -242,8 +253,9 @@ class StepManager {
   Result<Spare> make_spare(const SpareKey& key, const std::string& user);
   void remove_spare(const std::string& container_id);
   void spare_loop();
-  v1::CreateStepResponse finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out, const std::string& what,
-                                const PhaseClock& clock);
+  // The answer, its setup time logged and counted.
+  v1::CreateStepResponse finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out, SetupKind kind,
+                                PhaseClock& clock, bool named = false);
   void remove_stale_step(const v1::CreateStepRequest& req);
 
   CriClient& cri_;

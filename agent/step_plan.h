@@ -42,23 +42,38 @@ struct StepManager::Plan {
   bool claimed = false;       // the container is a spare the step claimed
 };
 
-// Milliseconds each phase of a step's setup took, for the log: where launch time goes.
+// Where a step's setup time goes, phase by phase: for the log and the metrics, and the
+// phase under way names where a failure happened.
 class StepManager::PhaseClock {
  public:
-  void lap(const char* phase) {
-    auto now = std::chrono::steady_clock::now();
-    text_ += (text_.empty() ? "" : ", ") + std::string(phase) + " " + std::to_string(ms(last_, now));
-    last_ = now;
+  using Clock = std::chrono::steady_clock;
+  // The phase under way ends, phase starts now.
+  void begin(const char* phase) {
+    end();
+    phase_ = phase;
   }
-  const std::string& text() const { return text_; }
-  int64_t total_ms() const { return ms(start_, std::chrono::steady_clock::now()); }
+  // The phase under way ends (none is after).
+  void end() {
+    auto now = Clock::now();
+    if (*phase_) laps_.emplace_back(phase_, std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+    phase_ = "";
+  }
+  const char* phase() const { return phase_; }
+  const std::vector<std::pair<const char*, double>>& laps() const { return laps_; }
+  double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  // "paths 6, devices 0, image 2, ..." in ms.
+  std::string text() const {
+    std::string out;
+    for (const auto& [phase, s] : laps_)
+      out += (out.empty() ? "" : ", ") + std::string(phase) + " " + std::to_string(static_cast<int64_t>(s * 1000));
+    return out;
+  }
 
  private:
-  static int64_t ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
-  }
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_ = start_;
-  std::string text_;
+  Clock::time_point start_ = Clock::now(), last_ = start_;
+  const char* phase_ = "";
+  std::vector<std::pair<const char*, double>> laps_;
 };
 
 }  // namespace crisp

@@ -77,6 +77,7 @@ Result<std::string> StepManager::claim_spare(const v1::CreateStepRequest& req, P
   auto key = spare_key(req, plan);
   auto spare = key ? pool_.take(*key) : std::nullopt;
   if (!spare) return std::string();
+  clock.begin("claim");
   if (auto s = attach_spare(req, plan, *key, *spare); !s) {
     // The step gets a container made for it, as without spares; this one is used by no one.
     spares_passed_over++;
@@ -86,7 +87,6 @@ Result<std::string> StepManager::claim_spare(const v1::CreateStepRequest& req, P
     return std::string();
   }
   spares_claimed++;
-  clock.lap("claim");
   plan.claimed = true;
   plan.container_id = spare->id;
   plan.pid = spare->holder_pid;
@@ -214,16 +214,17 @@ uint64_t StepManager::remove_spares(std::optional<uint32_t> uid) {
   return n;
 }
 
-const char* StepManager::spare_to_remove(const cri::Container& c) const {
-  if (labels::value_of(c.labels(), labels::kSpare) != "true") return nullptr;
+StepManager::Removal StepManager::spare_to_remove(const cri::Container& c) const {
+  if (labels::value_of(c.labels(), labels::kSpare) != "true") return {};
   if (auto claim = claims_.find(c.id())) {
     auto start = claim->stepd_pid > 0 ? process_start_time(claim->stepd_pid) : Result<uint64_t>(claim->stepd_start);
     bool stepd_alive = start && *start == claim->stepd_start;
-    return stepd_alive ? nullptr : "claimed spare, whose slurmstepd exited,";
+    if (stepd_alive) return {};
+    return {"spare_orphaned", "claimed spare, whose slurmstepd exited,"};
   }
-  if (pool_.holds(c.id())) return nullptr;
-  if (c.created_at() < started_ns_ || now_ns() - c.created_at() > kUnknownSpareAge) return "spare unknown to crispd";
-  return nullptr;
+  if (pool_.holds(c.id())) return {};
+  if (c.created_at() < started_ns_ || now_ns() - c.created_at() > kUnknownSpareAge) return {"spare_stray", "spare unknown to crispd"};
+  return {};
 }
 
 Result<std::vector<cri::Container>> StepManager::find_containers(const Labels& selector) {

@@ -31,7 +31,7 @@ PACKAGES=(
   libgrpc++-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev googletest libgtest-dev libcurl4-openssl-dev libslurm-dev
   slurmctld slurmd slurm-client munge containerd runc docker-registry skopeo umoci busybox-static debootstrap
   procps psmisc curl python3 iproute2 util-linux debhelper lintian rpm libpmix-dev libopenmpi-dev libmpich-dev
-  clang libclang-rt-14-dev libseccomp-dev dpkg-dev squashfs-tools nginx-light
+  clang libclang-rt-14-dev libseccomp-dev dpkg-dev squashfs-tools nginx-light prometheus-cpp-dev prometheus
 )
 
 source "$CRISP_SRC/dev/node2.sh"
@@ -53,6 +53,11 @@ install_packages() {
   if [[ " ${missing[*]} " == *" nginx-light "* ]]; then
     systemctl disable --now nginx >/dev/null 2>&1 || true
     [[ -f /run/nginx.pid ]] && kill "$(cat /run/nginx.pid)" 2>/dev/null
+  fi
+  # Likewise Debian's Prometheus (on every interface's 9090): the tests start their own.
+  if [[ " ${missing[*]} " == *" prometheus "* ]]; then
+    systemctl disable --now prometheus >/dev/null 2>&1 || true
+    pkill -x prometheus 2>/dev/null || true
   fi
   return 0
 }
@@ -105,13 +110,19 @@ stop_daemon() {
 # A short stall limit, so the stalled-registry test is quick (production default: 60 s).
 # CRISP_SPARES=0: the cluster without spare containers (every test passes either way).
 CRISPD_ARGS=${CRISPD_ARGS:---sweep-interval 5 --pull-stall-timeout 20 --spares ${CRISP_SPARES:-8} $FAKE_GPU_CRISPD_ARGS}
+# Each node's crispd serves its metrics on loopback; node 2 shares the host's network
+# namespace (its pulls reach the registries), so it takes the next port.
+CRISPD_METRICS=127.0.0.1:9474
+NODE2_CRISPD_METRICS=127.0.0.1:9475
+metrics_address_of() { [[ $1 == "$NODE2" ]] && echo "$NODE2_CRISPD_METRICS" || echo "$CRISPD_METRICS"; }
 # start_crispd_on NODE PIDFILE LOGNAME [PREFIX-CMD...]: PREFIX-CMD enters the node's namespaces.
 start_crispd_on() {
   local node=$1 pidfile=$2 name=$3; shift 3
   stop_crispd_on "$node" "$pidfile"
   # shellcheck disable=SC2086
   start_daemon "$name" "$pidfile" "$@" "$PREFIX/sbin/crispd" --socket "$CRISPD_SOCK" --node-name "$node" \
-    --cri-endpoint "unix://$CONTAINERD_SOCK" --holder "$PREFIX/libexec/crisp/crisp-holder" $CRISPD_ARGS
+    --cri-endpoint "unix://$CONTAINERD_SOCK" --holder "$PREFIX/libexec/crisp/crisp-holder" \
+    --metrics-address "$(metrics_address_of "$node")" $CRISPD_ARGS
   wait_for "crispd of $node" 15 "$@" "$PREFIX/bin/crispctl" --socket "$CRISPD_SOCK" stats
 }
 start_crispd() { start_crispd_on "$(hostname -s)" "$RUN/crispd.pid" crispd; }

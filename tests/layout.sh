@@ -9,9 +9,10 @@ declare -A may=(
   [agent/devices]="agent/devices common"
   [agent/host]="agent/host common"
   [agent/cri]="agent/cri common"
-  [agent/images]="agent/images agent/cri agent/host common"
+  [agent/metrics]="agent/metrics common"
+  [agent/images]="agent/images agent/cri agent/host agent/metrics common"
   [agent/spares]="agent/spares agent/cri common"
-  [agent]="agent agent/cri agent/images agent/devices agent/host agent/spares common"
+  [agent]="agent agent/cri agent/images agent/devices agent/host agent/spares agent/metrics common"
 )
 bad=0
 for dir in "${!may[@]}"; do

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "common/client.h"
 #include "common/slurm_ids.h"
@@ -32,24 +33,58 @@ std::string age(int64_t created_ns) {
   return std::to_string(s / 3600) + "h";
 }
 
-// Every counter crispd keeps, "name value" a line (crisp.proto is lite: no reflection).
-void print_stats(const crisp::v1::StatsResponse& s) {
-  std::cout << "pulls_started " << s.pulls_started() << "\npulls_merged " << s.pulls_merged() << "\npulls_cached "
-            << s.pulls_cached() << "\nsteps_created " << s.steps_created() << "\nsteps_released " << s.steps_released()
-            << "\nswept " << s.swept() << "\npulls_failed " << s.pulls_failed() << "\npulls_stalled "
-            << s.pulls_stalled() << "\nprefetches " << s.prefetches() << "\nprefetch_pulls " << s.prefetch_pulls()
-            << "\nspares_made " << s.spares_made() << "\nspares_claimed " << s.spares_claimed() << "\nspares_passed_over "
-            << s.spares_passed_over() << "\nspares_removed " << s.spares_removed() << "\nspares_ready " << s.spares_ready()
-            << "\n";
+// Every counter crispd keeps, named (crisp.proto is lite: no reflection).
+std::vector<std::pair<const char*, uint64_t>> stat_values(const crisp::v1::StatsResponse& s) {
+  return {{"pulls_started", s.pulls_started()},   {"pulls_merged", s.pulls_merged()},
+          {"pulls_cached", s.pulls_cached()},     {"steps_created", s.steps_created()},
+          {"steps_released", s.steps_released()}, {"swept", s.swept()},
+          {"pulls_failed", s.pulls_failed()},     {"pulls_stalled", s.pulls_stalled()},
+          {"prefetches", s.prefetches()},         {"prefetch_pulls", s.prefetch_pulls()},
+          {"spares_made", s.spares_made()},       {"spares_claimed", s.spares_claimed()},
+          {"spares_passed_over", s.spares_passed_over()}, {"spares_removed", s.spares_removed()},
+          {"spares_ready", s.spares_ready()}};
 }
 
-void print_steps(const crisp::v1::ListResponse& list) {
+// "name value" a line, or one JSON object.
+void print_stats(const crisp::v1::StatsResponse& s, bool json) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& [name, value] : stat_values(s)) {
+    if (json) out[name] = value;
+    else std::cout << name << " " << value << "\n";
+  }
+  if (json) std::cout << out.dump(2) << "\n";
+}
+
+std::string step_column(const crisp::v1::StepInfo& s) {
+  if (s.spare()) return "spare";
+  return s.name().empty() ? crisp::slurm::step_name(s.step_id()) : "name=" + s.name();
+}
+
+// One JSON array: every field crispd gives, ids whole.
+void print_steps_json(const crisp::v1::ListResponse& list) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& s : list.steps())
+    out.push_back({{"job_id", s.job_id()},
+                   {"step_id", s.step_id()},
+                   {"step", s.spare() || !s.name().empty() ? "" : crisp::slurm::step_name(s.step_id())},
+                   {"name", s.name()},
+                   {"spare", s.spare()},
+                   {"uid", s.uid()},
+                   {"image", s.image()},
+                   {"container_id", s.container_id()},
+                   {"sandbox_id", s.sandbox_id()},
+                   {"state", s.state()},
+                   {"created_at_ns", s.created_at_ns()}});
+  std::cout << out.dump(2) << "\n";
+}
+
+void print_steps(const crisp::v1::ListResponse& list, bool json) {
+  if (json) return print_steps_json(list);
   std::printf("%-10s %-12s %-7s %-14s %-18s %-6s %s\n", "JOB", "STEP", "UID", "CONTAINER", "STATE", "AGE", "IMAGE");
   for (const auto& s : list.steps())
     std::printf("%-10s %-12s %-7u %-14s %-18s %-6s %s\n", s.job_id() ? std::to_string(s.job_id()).c_str() : "-",
-                s.spare() ? "spare" : s.name().empty() ? crisp::slurm::step_name(s.step_id()).c_str() : ("name=" + s.name()).c_str(), s.uid(),
-                s.container_id().substr(0, 13).c_str(), s.state().c_str(), age(s.created_at_ns()).c_str(),
-                s.image().c_str());
+                step_column(s).c_str(), s.uid(), s.container_id().substr(0, 13).c_str(), s.state().c_str(),
+                age(s.created_at_ns()).c_str(), s.image().c_str());
 }
 
 }  // namespace
@@ -65,6 +100,8 @@ int main(int argc, char** argv) {
   auto* ps = app.add_subcommand("ps", "list the jobs, steps and containers on this node");
   uint32_t job = 0;
   ps->add_option("--job", job, "only this job");
+  bool json = false;
+  ps->add_flag("--json", json, "one JSON array, for scripts");
   auto* pull = app.add_subcommand("pull", "pull an image into the node's store");
   std::string image;
   int pull_timeout = 1800;
@@ -76,6 +113,7 @@ int main(int argc, char** argv) {
   import->add_option("FILE", file, "the squashfs file to write (replaced if it exists)")->required();
   import->add_option("--timeout", pull_timeout, "seconds to wait")->capture_default_str();
   auto* stats = app.add_subcommand("stats", "print crispd's counters");
+  stats->add_flag("--json", json, "one JSON object, for scripts");
   auto* rm = app.add_subcommand("rm", "remove a named container (--container-name), or spare containers, from this node");
   std::string name;
   uint32_t rm_uid = getuid();
@@ -125,12 +163,12 @@ int main(int argc, char** argv) {
   if (*stats) {
     req.mutable_stats();
     if (int rc = call(socket, req, 10, resp)) return rc;
-    print_stats(resp.stats());
+    print_stats(resp.stats(), json);
     return 0;
   }
   // ps is the default.
   req.mutable_list()->set_job_id(job);
   if (int rc = call(socket, req, 10, resp)) return rc;
-  print_steps(resp.list());
+  print_steps(resp.list(), json);
   return 0;
 }

@@ -9,7 +9,7 @@ namespace {
 int64_t ns_of(const google::protobuf::Timestamp& t) { return t.seconds() * 1000000000 + t.nanos(); }
 
 ContentInfo from_proto(const content::Info& i) {
-  return {i.digest(), i.size(), {i.labels().begin(), i.labels().end()}};
+  return {i.digest(), i.size(), {i.labels().begin(), i.labels().end()}, ns_of(i.created_at())};
 }
 
 Error error_of(const char* rpc, const grpc::Status& s) {

@@ -26,6 +26,7 @@ struct ContentInfo {
   std::string digest;
   int64_t size = 0;
   std::map<std::string, std::string> labels;
+  int64_t created_ns = 0;  // when it was committed to the store
 };
 
 class ContentClient {

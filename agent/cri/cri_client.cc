@@ -17,14 +17,6 @@ Status grpc_status(const char* name, const grpc::Status& s, std::chrono::seconds
   return fail(std::string(name) + ": " + s.error_message());
 }
 
-// Calls one unary RPC with a deadline.
-template <typename Stub, typename Req, typename Resp>
-Status invoke(Stub* stub, grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Req&, Resp*), const char* name,
-              const Req& req, Resp* resp, std::chrono::seconds timeout) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-  return grpc_status(name, (stub->*rpc)(&ctx, req, resp), timeout);
-}
 
 // Holds one of the runtime's task slots for a call's duration.
 class TaskSlot {
@@ -38,7 +30,30 @@ class TaskSlot {
   std::counting_semaphore<CriClient::kMaxParallelTasks>& slots_;
 };
 
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
+
+template <typename Stub, typename Req, typename Resp>
+Status CriClient::invoke(Stub* stub, grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Req&, Resp*), const char* name,
+                         const Req& req, Resp* resp, std::chrono::seconds timeout) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  return answered(grpc_status(name, (stub->*rpc)(&ctx, req, resp), timeout));
+}
+
+Status CriClient::answered(Status s) {
+  if (s || (s.error_kind() != ErrorKind::kUnreachable && s.error_kind() != ErrorKind::kTimedOut))
+    last_answer_ns_ = steady_ns();
+  return s;
+}
+
+double CriClient::seconds_since_answer() const {
+  int64_t last = last_answer_ns_;
+  return last ? static_cast<double>(steady_ns() - last) / 1e9 : -1;
+}
 
 CriClient::CriClient(const std::string& endpoint, std::chrono::seconds call_timeout, std::chrono::seconds pull_timeout,
                      int parallel_tasks)
@@ -226,7 +241,7 @@ Result<std::string> CriClient::pull_image(const std::string& ref, const std::opt
   if (canceller) canceller->attach(nullptr);
   if (s.error_code() == grpc::StatusCode::CANCELLED && canceller && canceller->cancelled())
     return fail(ErrorKind::kCancelled, "PullImage: cancelled");
-  if (auto st = grpc_status("PullImage", s, pull_timeout_); !st) return st.take_error();
+  if (auto st = answered(grpc_status("PullImage", s, pull_timeout_)); !st) return st.take_error();
   return resp.image_ref();
 }
 

@@ -7,6 +7,7 @@
 // StopContainer is not limited: it may wait out a step's grace period.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -67,7 +68,18 @@ class CriClient {
   // The connection to containerd, for its other services (content_client.h).
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
 
+  // Seconds since containerd last answered a call (an error of its own included; not an
+  // unreachable socket nor a deadline passed); -1 before any answer.
+  double seconds_since_answer() const;
+
  private:
+  // Calls one unary RPC with a deadline.
+  template <typename Stub, typename Req, typename Resp>
+  Status invoke(Stub* stub, grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Req&, Resp*), const char* name,
+                const Req& req, Resp* resp, std::chrono::seconds timeout);
+  // s, noting when containerd answered.
+  Status answered(Status s);
+  std::atomic<int64_t> last_answer_ns_{0};  // steady clock
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<cri::RuntimeService::Stub> runtime_;
   std::unique_ptr<cri::ImageService::Stub> images_;

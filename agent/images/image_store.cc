@@ -242,7 +242,9 @@ void ImageStore::run_pull(const std::string& ref, const std::optional<RegistryCr
   pull->cv.notify_all();
   watcher.join();
   Status result = Ok{};
+  double seconds = static_cast<double>(wall_ns() - pull->started_ns) / 1e9;
   if (pulled) {
+    watch_.metrics->pull_ended("", seconds, fetched_bytes(ref, *pull));
     log_info("pulled " + ref + " as " + *pulled);
     if (auth) {
       mark_private(ref);
@@ -251,6 +253,7 @@ void ImageStore::run_pull(const std::string& ref, const std::optional<RegistryCr
     }
   } else {
     counters_.failed++;
+    watch_.metrics->pull_ended(pull->failure, seconds, fetched_bytes(ref, *pull));
     abandon(ref, *pull);
     result = pulled.take_error();
   }
@@ -279,12 +282,14 @@ Result<std::string> ImageStore::pull_retrying(const std::string& ref, const std:
     if (pulled) return pulled;
     std::unique_lock l(pull.mu);
     if (pull.stalled) {
+      pull.failure = "stalled";
       counters_.stalled++;
       log_warn("pull of " + ref + who + " cut: nothing arrived for " + std::to_string(watch_.stall_limit.count()) + " s");
       return fail(stall_line(ref, watch_.stall_limit));
     }
     log_warn("pull of " + ref + who + " failed: " + pulled.error());
     PullError why = explain_pull_error(ref, pulled.error(), watch_.rate_limit_pauses.size());
+    pull.failure = pulled.error_kind() == ErrorKind::kCancelled ? "cancelled" : failure_label(why.kind);
     if (why.kind != PullFailure::kRateLimited || attempt >= watch_.rate_limit_pauses.size() ||
         pulled.error_kind() == ErrorKind::kCancelled)
       return fail(why.line);
@@ -325,16 +330,21 @@ namespace {
 constexpr int64_t kManifestMax = 4 << 20;
 constexpr int kInfoPerSample = 32;
 
+// The label containerd puts on what it fetched from the image's registry (its value: the
+// repository); it names the registry's host without its port.
+std::string source_label(const ImageRef& image) {
+  size_t colon = image.registry.rfind(':');
+  std::string host = colon == std::string::npos || image.registry.back() == ']' ? image.registry
+                                                                                : image.registry.substr(0, colon);
+  return "containerd.io/distribution.source." + host;
+}
+
 // The manifest this pull fetched: of the image's repository (containerd labels content with
 // its source) and naming, among its children (the labels containerd puts on a manifest), a
 // blob being fetched now. Other manifests of the repository are whole images already.
 std::optional<std::vector<Blob>> find_manifest(ContentClient& content, const ImageRef& image,
                                                const std::set<std::string>& ingesting) {
-  // containerd's label names the registry's host without its port.
-  size_t colon = image.registry.rfind(':');
-  std::string host = colon == std::string::npos || image.registry.back() == ']' ? image.registry
-                                                                                : image.registry.substr(0, colon);
-  auto infos = content.with_label("containerd.io/distribution.source." + host, image.repository);
+  auto infos = content.with_label(source_label(image), image.repository);
   if (!infos) return std::nullopt;
   for (const ContentInfo& i : *infos) {
     bool fetching = false;
@@ -411,6 +421,19 @@ void ImageStore::watch_pull(const std::string& ref, Pull& pull) {
       break;
     }
   }
+}
+
+// What the repository's blobs committed since the pull began weigh: what it fetched (a pull of
+// another tag of the repository at the same time is counted in both).
+double ImageStore::fetched_bytes(const std::string& ref, const Pull& pull) {
+  auto image = parse_image_ref(ref);
+  if (!watch_.content || !image) return 0;
+  auto infos = watch_.content->with_label(source_label(*image), image->repository);
+  if (!infos) return 0;
+  double bytes = 0;
+  for (const ContentInfo& i : *infos)
+    if (i.created_ns >= pull.started_ns) bytes += static_cast<double>(i.size);
+  return bytes;
 }
 
 void ImageStore::abandon(const std::string& ref, Pull& pull) {

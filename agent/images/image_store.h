@@ -21,6 +21,7 @@
 #include "agent/images/pull_error.h"
 #include "agent/images/pull_progress.h"
 #include "agent/images/registry_auth.h"
+#include "agent/metrics/metrics.h"
 
 namespace crisp {
 
@@ -50,6 +51,8 @@ struct PullWatch {
   std::chrono::seconds progress_every{5};
   // 429 Too Many Requests: tries after the first, with these pauses between them.
   std::vector<std::chrono::seconds> rate_limit_pauses{std::chrono::seconds(2), std::chrono::seconds(8)};
+  // Where each pull's end is counted: its time, bytes, and why it failed.
+  std::shared_ptr<Metrics> metrics = std::make_shared<Metrics>();
 };
 
 // Who may use an image already on the node (crispd --private-images).
@@ -105,6 +108,7 @@ class ImageStore {
     std::string line;             // the latest progress line; under mu
     bool stalled = false;         // under mu: the watcher cut it
     bool pausing = false;         // under mu: between tries after a 429 (no bytes expected)
+    const char* failure = "other";  // why it failed, for the metrics (pull_retrying's)
     int64_t started_ns = 0;       // wall clock, as containerd stamps ingests
     std::optional<std::vector<Blob>> blobs;  // its manifest's, once the watcher found it; under mu
     CallCanceller canceller;
@@ -125,6 +129,8 @@ class ImageStore {
   Result<std::string> pull_retrying(const std::string& ref, const std::optional<RegistryCredential>& auth, Pull& pull);
   // Samples the content store every second until the pull is done: its progress line, and the stall limit.
   void watch_pull(const std::string& ref, Pull& pull);
+  // The bytes of the image's repository the store took in since the pull began.
+  double fetched_bytes(const std::string& ref, const Pull& pull);
   // A failed pull's ingests go: nothing half-fetched is left.
   void abandon(const std::string& ref, Pull& pull);
   Status wait_for(Pull& pull, const PullWaiter& waiter);

@@ -29,6 +29,21 @@ PullFailure classify(const std::string& e) {
 
 }  // namespace
 
+const char* failure_label(PullFailure kind) {
+  switch (kind) {
+    case PullFailure::kNotFound: return "not_found";
+    case PullFailure::kUnauthorized: return "unauthorized";
+    case PullFailure::kForbidden: return "forbidden";
+    case PullFailure::kRateLimited: return "rate_limited";
+    case PullFailure::kTls: return "tls";
+    case PullFailure::kDns: return "dns";
+    case PullFailure::kUnreachable: return "unreachable";
+    case PullFailure::kNoSpace: return "no_space";
+    case PullFailure::kOther: return "other";
+  }
+  return "other";
+}
+
 PullError explain_pull_error(const std::string& ref, const std::string& cri_error, size_t retries) {
   PullFailure kind = classify(cri_error);
   std::string reg = registry_of(ref);

@@ -9,6 +9,9 @@ namespace crisp {
 
 enum class PullFailure { kNotFound, kUnauthorized, kForbidden, kRateLimited, kTls, kDns, kUnreachable, kNoSpace, kOther };
 
+// The failure's name in crispd's metrics (crisp_pull_failures_total's reason).
+const char* failure_label(PullFailure kind);
+
 struct PullError {
   PullFailure kind = PullFailure::kOther;
   std::string line;

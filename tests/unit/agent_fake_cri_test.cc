@@ -26,6 +26,22 @@ namespace cri = runtime::v1;
 
 namespace {
 
+// A sample of crispd's metrics as collected for Prometheus: a counter's or gauge's value, a
+// histogram's count; -1 when no series has exactly these labels.
+double sample(const crisp::Metrics& metrics, const std::string& name, const std::map<std::string, std::string>& labels) {
+  for (const auto& f : metrics.collect()) {
+    if (f.name != name) continue;
+    for (const auto& m : f.metric) {
+      std::map<std::string, std::string> have;
+      for (const auto& l : m.label) have[l.name] = l.value;
+      if (have != labels) continue;
+      if (f.type == prometheus::MetricType::Histogram) return static_cast<double>(m.histogram.sample_count);
+      return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
+    }
+  }
+  return -1;
+}
+
 bool matches(const google::protobuf::Map<std::string, std::string>& labels,
              const google::protobuf::Map<std::string, std::string>& selector) {
   for (const auto& [k, v] : selector) {
@@ -871,4 +887,48 @@ TEST_F(AgentTest, ASpareIsClaimedOnceByItsUserAndGoesWithTheStep) {
   EXPECT_EQ(fake_.containers.at(fallback->container_id()).labels().at(crisp::labels::kJob), "53")
       << "a container made for the step";
   EXPECT_EQ(fake_.containers.count(second), 0u) << "the spare passed over is removed, never used";
+
+  // Jobs 50, 51 and 53 got containers made for them, 52 a claimed spare.
+  const crisp::Metrics& m = *s.metrics;
+  EXPECT_EQ(sample(m, "crisp_setup_seconds", {{"kind", "new"}}), 3);
+  EXPECT_EQ(sample(m, "crisp_setup_seconds", {{"kind", "spare_claim"}}), 1);
+  EXPECT_EQ(sample(m, "crisp_setup_phase_seconds", {{"kind", "spare_claim"}, {"phase", "claim"}}), 1);
+  EXPECT_EQ(sample(m, "crisp_setup_phase_seconds", {{"kind", "spare_claim"}, {"phase", "start"}}), -1);
+  EXPECT_EQ(sample(m, "crisp_setup_phase_seconds", {{"kind", "new"}, {"phase", "start"}}), 3);
+}
+
+TEST_F(AgentTest, MetricsCountFailuresByPhaseRefusalsAndSweeps) {
+  const crisp::Metrics& m = *steps_->settings().metrics;
+  fake_.fail_start = true;
+  ASSERT_FALSE(steps_->create(step(60, 0)).ok());
+  fake_.fail_start = false;
+  fake_.pull_not_found = true;
+  auto missing = step(61, 0);
+  missing.set_image("127.0.0.1:5000/nope:latest");
+  ASSERT_FALSE(steps_->create(missing).ok());
+  EXPECT_EQ(sample(m, "crisp_setup_failures_total", {{"phase", "start"}}), 1);
+  EXPECT_EQ(sample(m, "crisp_setup_failures_total", {{"phase", "image"}}), 1);
+  EXPECT_EQ(sample(m, "crisp_setup_failures_total", {{"phase", "create"}}), 0);
+  EXPECT_EQ(sample(m, "crisp_setup_seconds", {{"kind", "new"}}), 0);
+
+  crisp::Server server(*steps_, *images_, nullptr);
+  crisp::v1::Request create;
+  *create.mutable_create_step() = step(62, 0);
+  EXPECT_FALSE(server.handle(create, {1, 1000, 1000}).error().empty());
+  EXPECT_FALSE(server.handle(crisp::v1::Request(), {1, 1000, 1000}).error().empty());
+  EXPECT_EQ(sample(m, "crisp_requests_refused_total", {{"reason", "not_root"}}), 1);
+  EXPECT_EQ(sample(m, "crisp_requests_refused_total", {{"reason", "bad_input"}}), 1);
+
+  fake_.pull_not_found = false;
+  ASSERT_TRUE(steps_->create(step(63, 0)).ok());
+  EXPECT_EQ(sample(m, "crisp_setup_seconds", {{"kind", "new"}}), 1);
+  {
+    std::lock_guard l(fake_.mu);
+    for (auto& [id, c] : fake_.containers) c.set_state(cri::CONTAINER_EXITED);
+  }
+  ASSERT_EQ(crisp::sweep_once(*steps_, 0s), 2u);  // the container, then the user's empty sandbox
+  EXPECT_EQ(sample(m, "crisp_sweep_removals_total", {{"cause", "exited"}}), 1);
+  EXPECT_EQ(sample(m, "crisp_sweep_removals_total", {{"cause", "idle_sandbox"}}), 1);
+  EXPECT_EQ(sample(m, "crisp_containers", {{"kind", "step"}}), 0);
+  EXPECT_EQ(sample(m, "crisp_sandboxes", {}), 0);
 }
