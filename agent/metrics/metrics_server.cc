@@ -13,8 +13,8 @@ MetricsServer::MetricsServer(std::unique_ptr<prometheus::Exposer> exposer) : exp
 MetricsServer::~MetricsServer() = default;
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& address, const Metrics& metrics) {
-  // A client that stalls is cut after 5 s: two threads serve every scraper.
-  std::vector<std::string> options = {"listening_ports", address, "num_threads", "2", "request_timeout_ms", "5000"};
+  // Two threads serve every scraper; a connection that sends no request is cut after 2 s.
+  std::vector<std::string> options = {"listening_ports", address, "num_threads", "2", "request_timeout_ms", "2000"};
   std::unique_ptr<prometheus::Exposer> exposer;
   try {
     exposer = std::make_unique<prometheus::Exposer>(options);

@@ -1,7 +1,9 @@
 // The HTTP endpoint Prometheus scrapes (prometheus-cpp's exposer, civetweb):
 // GET /metrics on the address given, from its own two threads, never crispd's.
-// It serves counts only (no user, job or image names): loopback by default
-// because any local user may read it, on the node's address for a site's Prometheus.
+// It serves counts only (no user, job or image names): loopback by default,
+// the node's address for a site's Prometheus. Any local user may connect: one who
+// holds connections open stalls the metrics (not crispd's work, which has its own
+// threads) until a firewall rule keeps users off the port (admin guide, Monitoring).
 #pragma once
 
 #include <memory>

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/../../dev/lib.sh"
 set +e -o pipefail
 source "$CRISP_SRC/tests/integration/lib.sh"
-for area in basics images pulls lifecycle security attack pyxis everyday namespace squashfs multinode gpu spares; do
+for area in basics images pulls lifecycle security attack pyxis everyday namespace squashfs multinode gpu spares metrics; do
   source "$CRISP_SRC/tests/integration/${area}_tests.sh"
 done
 
@@ -101,6 +101,10 @@ t gpus_follow_the_allocation
 t forged_gpu_variable_gets_no_gpu
 t rdma_devices
 t gpus_bound_per_task
+t prometheus_sees_setups_and_failures
+t example_dashboard_and_alerts_query_what_crispd_serves
+t metrics_show_no_user_and_stall_no_step
+t crispctl_json_for_scripts
 if spares_on; then
   t claimed_spare_shows_exactly_what_a_new_container_shows
   t a_spare_is_never_another_users
