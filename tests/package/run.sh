@@ -47,6 +47,9 @@ wait_for "the package's crispd" 15 /usr/bin/crispctl stats
 
 out=$(cd /tmp && runuser -u "$TEST_USER" -- timeout 120 srun --container-image="$TEST_IMAGE" cat /etc/os-release 2>&1)
 grep -q 'PRETTY_NAME="crisp test image (busybox)"' <<<"$out" || fail "srun through the package's files: $out"
+# The packaged crispd serves its metrics where /etc/default/crispd says (the default: loopback).
+grep -q '^crisp_setup_seconds_count{kind="new"} [1-9]' <<<"$(curl -sf http://127.0.0.1:9474/metrics)" ||
+  fail "the package's crispd does not serve metrics on 127.0.0.1:9474 with the step counted"
 grep -q "crispd $(dpkg-query -W -f='${Version}' crisp | cut -d- -f1)" <<<"$(/usr/sbin/crispd --version)" ||
   fail "crispd --version does not match the package"
 stop_daemon "$RUN/pkg-crispd.pid"
