@@ -60,6 +60,7 @@ struct Flags {
   int pull_stall_timeout = 60;
   int parallel_tasks = 0;
   std::string metrics_address = "127.0.0.1:9474";
+  std::string metrics_relay = CRISP_LIBEXECDIR "/crisp-metrics-relay";
   bool no_metrics = false;
   bool version = false;
 };
@@ -117,6 +118,8 @@ void add_runtime_flags(CLI::App& app, Flags& f) {
                  "host:port where Prometheus scrapes /metrics (any local user may read it: counts only)")
       ->capture_default_str();
   app.add_flag("--no-metrics", f.no_metrics, "serve no metrics");
+  app.add_option("--metrics-relay", f.metrics_relay, "the HTTP server of the metrics, run as nobody")
+      ->capture_default_str();
   app.add_option("--log-level", f.level, "debug, info, warn or error")->capture_default_str();
   app.add_flag("--version", f.version, "print the version and exit");
 }
@@ -182,12 +185,11 @@ std::unique_ptr<crisp::MetricsServer> serve_metrics(const Flags& f, crisp::Metri
                                                     const crisp::ImageStore& images, const crisp::StepManager& steps) {
   if (f.no_metrics) return nullptr;
   crisp::add_node_metrics(metrics, cri, images, steps);
-  auto server = crisp::MetricsServer::start(f.metrics_address, metrics);
+  auto server = crisp::MetricsServer::start({f.metrics_address, f.metrics_relay}, metrics);
   if (!server) {
-    crisp::log_error(server.error());
+    crisp::log_error("no metrics: " + server.error());
     return nullptr;
   }
-  crisp::log_info("metrics on http://" + f.metrics_address + "/metrics");
   return std::move(*server);
 }
 

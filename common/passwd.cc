@@ -35,6 +35,15 @@ std::optional<PasswdEntry> lookup_uid(uint32_t uid) {
   return PasswdEntry{text(pw.pw_name), text(pw.pw_dir), text(pw.pw_gecos), text(pw.pw_shell)};
 }
 
+std::optional<std::pair<uint32_t, uint32_t>> lookup_user(const std::string& name) {
+  struct passwd pw, *found = nullptr;
+  std::vector<char> buf;
+  if (!with_buffer(buf, [&](std::vector<char>& b) { return getpwnam_r(name.c_str(), &pw, b.data(), b.size(), &found); }) ||
+      !found)
+    return std::nullopt;
+  return std::pair<uint32_t, uint32_t>(pw.pw_uid, pw.pw_gid);
+}
+
 std::optional<std::string> lookup_gid(uint32_t gid) {
   struct group gr, *found = nullptr;
   std::vector<char> buf;

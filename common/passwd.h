@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace crisp {
@@ -17,6 +18,9 @@ struct PasswdEntry {
 
 // nullopt when the uid has no entry.
 std::optional<PasswdEntry> lookup_uid(uint32_t uid);
+
+// A user's uid and primary gid by name; nullopt when there is no such user.
+std::optional<std::pair<uint32_t, uint32_t>> lookup_user(const std::string& name);
 
 // The group's name; nullopt when the gid has no entry.
 std::optional<std::string> lookup_gid(uint32_t gid);

@@ -157,6 +157,40 @@ time.sleep(10)' "$CRISPD_METRICS" &
   scancel "$job" 2>/dev/null; wait
 }
 
+relay_pid() { pgrep -f "^$PREFIX/libexec/crisp/crisp-metrics-relay $CRISPD_METRICS\$"; }
+# The HTTP parser a user reaches is not root's: crisp-metrics-relay runs as nobody, without
+# capabilities; what a user sends it harms neither crispd nor the relay for long.
+test_metrics_http_server_is_nobodys() {
+  local pid status
+  pid=$(relay_pid)
+  status=$(cat "/proc/$pid/status" 2>/dev/null)
+  expect "one relay for node 1's crispd (pid '$pid')" test -n "$pid"
+  expect "it runs as nobody" contains "$status" $'Uid:\t65534\t65534\t65534\t65534'
+  expect "with no capability" contains "$status" $'CapEff:\t0000000000000000'
+  expect "and no new privileges" contains "$status" $'NoNewPrivs:\t1'
+  run as_user kill -9 "$pid"
+  expect "the test user cannot signal it" equals "$RC" 1
+  # Garbage, an oversized request, a half request: answered or cut, nothing else.
+  as_user python3 -c '
+import os, socket, sys
+host, port = sys.argv[1].rsplit(":", 1)
+for payload in (os.urandom(65536), b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 100000 + b"\r\n\r\n", b"GET /metr"):
+    try:
+        s = socket.create_connection((host, int(port)), timeout=3)
+        s.sendall(payload)
+        s.recv(100)
+    except OSError:
+        pass' "$CRISPD_METRICS"
+  wait_until 10 curl -sf -o /dev/null --max-time 2 "http://$CRISPD_METRICS/metrics"
+  expect "metrics are served after the garbage" equals "$?" 0
+  kill -9 "$(relay_pid)"
+  wait_until 10 curl -sf -o /dev/null --max-time 2 "http://$CRISPD_METRICS/metrics"
+  expect "a relay that dies is started again by crispd" equals "$?" 0
+  expect "a new relay" test "$(relay_pid)" != "$pid"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" echo after
+  expect "crispd went on serving steps throughout" equals "$OUT" after
+}
+
 test_crispctl_json_for_scripts() {
   as_user "${SRUN[@]}" -J json-ps --container-image="$TEST_IMAGE" sleep 20 &
   local job; job=$(running_job json-ps)

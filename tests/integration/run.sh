@@ -104,6 +104,7 @@ t gpus_bound_per_task
 t prometheus_sees_setups_and_failures
 t example_dashboard_and_alerts_query_what_crispd_serves
 t metrics_show_no_user_and_stall_no_step
+t metrics_http_server_is_nobodys
 t crispctl_json_for_scripts
 if spares_on; then
   t claimed_spare_shows_exactly_what_a_new_container_shows

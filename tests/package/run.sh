@@ -29,7 +29,7 @@ rpm_build=$!
 stop_crispd
 stop_daemon "$RUN/containerd.pid"
 DEBIAN_FRONTEND=noninteractive dpkg -i --force-confnew "$deb" >/dev/null || fail "dpkg -i failed"
-for f in /usr/sbin/crispd /usr/bin/crispctl /usr/libexec/crisp/crisp-holder "$SLURM_PLUGINDIR/spank_crisp.so" \
+for f in /usr/sbin/crispd /usr/bin/crispctl /usr/libexec/crisp/crisp-holder /usr/libexec/crisp/crisp-metrics-relay "$SLURM_PLUGINDIR/spank_crisp.so" \
   /etc/slurm/plugstack.conf.d/crisp.conf /etc/crisp/containerd.toml /etc/default/crispd; do
   [[ -e $f ]] || fail "$f is not installed"
 done

@@ -139,6 +139,12 @@ TEST(Passwd, RootAndNobody) {
   EXPECT_EQ(root->name, "root");
   EXPECT_EQ(root->home, "/root");
   EXPECT_FALSE(crisp::lookup_uid(4000000000u));
+  // The metrics relay's user, by name.
+  auto nobody = crisp::lookup_user("nobody");
+  ASSERT_TRUE(nobody);
+  EXPECT_EQ(nobody->first, 65534u);
+  EXPECT_EQ(crisp::lookup_user("root"), std::make_pair(0u, 0u));
+  EXPECT_FALSE(crisp::lookup_user("no-such-user-crisp"));
 }
 
 TEST(LogLevel, Names) {
