@@ -544,6 +544,7 @@ Result<std::string> StepManager::create_in_user_sandbox(uint32_t uid, const std:
 }
 
 Result<std::string> StepManager::make_container(const v1::CreateStepRequest& req, Plan& plan, PhaseClock& clock) {
+  clock.begin("sandbox");
   if (plan.image_root || plan.image_to_extract) {
     auto info = cri_.status_info();
     auto image = info ? parse_sandbox_image(*info) : Result<std::string>(info.take_error());
@@ -553,7 +554,6 @@ Result<std::string> StepManager::make_container(const v1::CreateStepRequest& req
     if (!image) return fail("cannot find the runtime's sandbox image for a squashfs image's container: " + image.error());
     plan.in.cri_image = *image;
   }
-  clock.begin("sandbox");
   auto id = create_in_user_sandbox(req.uid(), req.user(), plan.in, &clock);
   if (!id) return id.take_error();
   plan.container_id = *id;
