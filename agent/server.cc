@@ -184,8 +184,9 @@ void Server::leave(const Peer& peer) {
 void Server::serve_connection(int fd, const Peer& peer) {
   auto frame = read_frame(fd, Deadline(kIoTimeout), peer.uid == 0 ? kMaxFrame : kMaxUserFrame);
   if (!frame) {
-    if (frame.error_kind() != ErrorKind::kClosed) metrics().refused(Refusal::kBadInput);
-    if (frame.error_kind() != ErrorKind::kClosed && (peer.uid == 0 || may_log_user_noise()))
+    if (frame.error_kind() == ErrorKind::kClosed) return;
+    metrics().refused(Refusal::kBadInput);
+    if (peer.uid == 0 || may_log_user_noise())
       log_warn("reading a request from pid " + std::to_string(peer.pid) + " (uid " + std::to_string(peer.uid) +
                "): " + frame.error());
     return;

@@ -57,6 +57,8 @@ test_prometheus_sees_setups_and_failures() {
   f_image=$(prom_value "${q_fail/PHASE/image}") f_paths=$(prom_value "${q_fail/PHASE/paths}")
   p_missing=$(prom_value "sum(crisp_pull_failures_total{node=\"$n1\",reason=\"not_found\"}) or vector(0)")
   expect "the failure counters are there at 0 or more before any failure" equals "${f_image//[0-9]/}${f_paths//[0-9]/}" ""
+  local q_refused="crisp_requests_refused_total{node=\"$n1\",reason=\"not_root\"}" r0
+  r0=$(prom_value "$q_refused")
 
   # Three steps made (one on each node, then one on node 1) and two that fail on node 1:
   # a tag that does not exist (the image phase), a mount source the user may not reach (paths).
@@ -68,12 +70,15 @@ test_prometheus_sees_setups_and_failures() {
   expect "the missing tag failed" equals "$RC" 1
   run as_user "${SRUN[@]}" -w "$n1" --container-image="$TEST_IMAGE" --container-mounts=/var/tmp/crisp-it/secret/file:/s true
   expect "the unreachable mount failed" equals "$RC" 1
+  run as_user "${CRISPCTL[@]}" pull "$TEST_IMAGE"
+  expect "a user's pull is refused" contains "$ERR" "reserved to root"
   fresh
 
   expect "node 1's setup histogram counted its 2 setups" equals "$(prom_value "${q_setups/NODE/$n1}")" "$((s1 + 2))"
   expect "node 2's counted its 1" equals "$(prom_value "${q_setups/NODE/$NODE2}")" "$((s2 + 1))"
   expect "the missing tag: one failure in the image phase" equals "$(prom_value "${q_fail/PHASE/image}")" "$((f_image + 1))"
   expect "the unreachable mount: one in the paths phase" equals "$(prom_value "${q_fail/PHASE/paths}")" "$((f_paths + 1))"
+  expect "the user's refused pull is counted as not_root" equals "$(prom_value "$q_refused")" "$((r0 + 1))"
   local p_now; p_now=$(prom_value "sum(crisp_pull_failures_total{node=\"$n1\",reason=\"not_found\"})")
   expect "the missing tag's pulls counted as not_found ($p_missing -> $p_now)" test "$p_now" -gt "$p_missing"
   local p90; p90=$(prom_value "histogram_quantile(0.9, sum by (le) (crisp_setup_seconds_bucket{node=\"$n1\"}))")
