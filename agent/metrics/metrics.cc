@@ -70,7 +70,7 @@ Metrics::Metrics()
       phase_seconds_(family(prometheus::BuildHistogram(), "crisp_setup_phase_seconds",
                             "Time of each phase of a step's container setup in crispd, by phase and kind", *registry_)),
       setup_seconds_(family(prometheus::BuildHistogram(), "crisp_setup_seconds",
-                            "Time crispd took to answer a step's container request, by kind", *registry_)),
+                            "Time crispd took to give a step its container (setups that succeeded), by kind", *registry_)),
       setup_failures_(family(prometheus::BuildCounter(), "crisp_setup_failures_total",
                              "Step container setups that failed, by the phase they failed in", *registry_)),
       setup_cancelled_(family(prometheus::BuildCounter(), "crisp_setup_cancelled_total",
