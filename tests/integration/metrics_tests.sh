@@ -137,6 +137,7 @@ for p in json.load(open(sys.argv[1]))["panels"]:
 test_metrics_show_no_user_and_stall_no_step() {
   local job text
   as_user "${SRUN[@]}" -J metrics-hold --container-image="$TEST_IMAGE" sleep 30 &
+  local step=$!
   job=$(running_job metrics-hold)
   text=$(as_user curl -sf "http://$CRISPD_METRICS/metrics")
   expect "a user reads the metrics" contains "$text" "crisp_setup_seconds_bucket"
@@ -159,7 +160,8 @@ time.sleep(10)' "$CRISPD_METRICS" &
   wait "$holder"
   wait_until 10 curl -sf -o /dev/null --max-time 2 "http://$CRISPD_METRICS/metrics"
   expect "the metrics are served again once the user lets go" equals "$?" 0
-  scancel "$job" 2>/dev/null; wait
+  # Not a bare wait: a crispd an earlier test restarted is this shell's child too.
+  scancel "$job" 2>/dev/null; wait "$step"
 }
 
 relay_pid() { pgrep -f "^$PREFIX/libexec/crisp/crisp-metrics-relay $CRISPD_METRICS\$"; }
@@ -198,7 +200,8 @@ for payload in (os.urandom(65536), b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 1000
 
 test_crispctl_json_for_scripts() {
   as_user "${SRUN[@]}" -J json-ps --container-image="$TEST_IMAGE" sleep 20 &
-  local job; job=$(running_job json-ps)
+  local step=$! job
+  job=$(running_job json-ps)
   run "${CRISPCTL[@]}" ps --json --job "$job"
   expect "ps --json: the job's step, whole ids" equals "$(python3 -c '
 import json, sys
@@ -217,5 +220,5 @@ j = json.loads(sys.argv[1])
 t = dict(l.split() for l in sys.argv[2].splitlines())
 # Counters steps and spares move on their own between the two calls.
 print(sorted(j) == sorted(t) and all(str(j[k]) == t[k] for k in t if not k.startswith(("steps_", "spares_"))))' "$json" "$text")" True
-  scancel "$job" 2>/dev/null; wait
+  scancel "$job" 2>/dev/null; wait "$step"
 }
