@@ -150,8 +150,6 @@ void Metrics::add_scraped(std::string name, std::string help, ScrapedType type,
   scraped_->add({std::move(name), std::move(help), type, std::move(read)});
 }
 
-std::vector<std::weak_ptr<prometheus::Collectable>> Metrics::collectables() const { return {registry_, scraped_}; }
-
 std::vector<prometheus::MetricFamily> Metrics::collect() const {
   auto out = registry_->Collect();
   for (auto& f : scraped_->Collect()) out.push_back(std::move(f));

@@ -59,8 +59,7 @@ class Metrics {
   // gauges, kept elsewhere); read must not block.
   void add_scraped(std::string name, std::string help, ScrapedType type, std::function<std::vector<ScrapedValue>()> read);
 
-  // Everything, for an exposer (or a test's serializer).
-  std::vector<std::weak_ptr<prometheus::Collectable>> collectables() const;
+  // Everything, for the text served (metrics_server.h) or a test.
   std::vector<prometheus::MetricFamily> collect() const;
 
  private:
