@@ -17,7 +17,6 @@ Status grpc_status(const char* name, const grpc::Status& s, std::chrono::seconds
   return fail(std::string(name) + ": " + s.error_message());
 }
 
-
 // Holds one of the runtime's task slots for a call's duration.
 class TaskSlot {
  public:
