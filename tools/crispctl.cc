@@ -87,6 +87,39 @@ void print_steps(const crisp::v1::ListResponse& list, bool json) {
                 age(s.created_at_ns()).c_str(), s.image().c_str());
 }
 
+// crispctl import IMAGE FILE.
+int import_image(const std::string& socket, const std::string& image, std::string file, int timeout_s) {
+  // crispd does not know our directory.
+  char cwd[PATH_MAX];
+  if (!file.empty() && file.front() != '/' && getcwd(cwd, sizeof cwd)) file = std::string(cwd) + "/" + file;
+  crisp::v1::Request req;
+  crisp::v1::Response resp;
+  req.mutable_import()->set_image(image);
+  req.mutable_import()->set_path(file);
+  if (int rc = call(socket, req, timeout_s, resp)) return rc;
+  std::cout << resp.import().image_ref() << " -> " << file << " (" << resp.import().bytes() / 1000000 << " MB) in "
+            << resp.import().ms() << " ms\n";
+  return 0;
+}
+
+// crispctl rm NAME, or rm --spares; uid_given: --uid was on the command line.
+int remove(const std::string& socket, const std::string& name, uint32_t uid, bool uid_given, bool spares) {
+  if (name.empty() == !spares) {
+    std::cerr << "crispctl rm: name a container, or give --spares\n";
+    return 2;
+  }
+  crisp::v1::Request req;
+  crisp::v1::Response resp;
+  req.mutable_remove_named()->set_name(name);
+  req.mutable_remove_named()->set_uid(uid);
+  req.mutable_remove_named()->set_spares(spares);
+  req.mutable_remove_named()->set_all_users(getuid() == 0 && !uid_given);
+  if (int rc = call(socket, req, 60, resp)) return rc;
+  if (spares) std::cout << "removed " << resp.release().removed_containers() << " spare container(s)\n";
+  else std::cout << "removed " << name << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -135,31 +168,8 @@ int main(int argc, char** argv) {
     std::cout << resp.pull().image_ref() << " ready in " << resp.pull().ms() << " ms\n";
     return 0;
   }
-  if (*import) {
-    // crispd does not know our directory.
-    char cwd[PATH_MAX];
-    if (!file.empty() && file.front() != '/' && getcwd(cwd, sizeof cwd)) file = std::string(cwd) + "/" + file;
-    req.mutable_import()->set_image(image);
-    req.mutable_import()->set_path(file);
-    if (int rc = call(socket, req, pull_timeout, resp)) return rc;
-    std::cout << resp.import().image_ref() << " -> " << file << " (" << resp.import().bytes() / 1000000 << " MB) in "
-              << resp.import().ms() << " ms\n";
-    return 0;
-  }
-  if (*rm) {
-    if (name.empty() == !rm_spares) {
-      std::cerr << "crispctl rm: name a container, or give --spares\n";
-      return 2;
-    }
-    req.mutable_remove_named()->set_name(name);
-    req.mutable_remove_named()->set_uid(rm_uid);
-    req.mutable_remove_named()->set_spares(rm_spares);
-    req.mutable_remove_named()->set_all_users(getuid() == 0 && uid_opt->count() == 0);
-    if (int rc = call(socket, req, 60, resp)) return rc;
-    if (rm_spares) std::cout << "removed " << resp.release().removed_containers() << " spare container(s)\n";
-    else std::cout << "removed " << name << "\n";
-    return 0;
-  }
+  if (*import) return import_image(socket, image, file, pull_timeout);
+  if (*rm) return remove(socket, name, rm_uid, uid_opt->count() > 0, rm_spares);
   if (*stats) {
     req.mutable_stats();
     if (int rc = call(socket, req, 10, resp)) return rc;
