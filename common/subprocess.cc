@@ -131,6 +131,12 @@ std::string ProcessResult::status_text() const {
   return exit_code >= 0 ? "exit status " + std::to_string(exit_code) : "signal " + std::to_string(signal);
 }
 
+bool only_descriptor_3(int fd) {
+  // dup2(3, 3) keeps O_CLOEXEC: it is cleared on 3 either way.
+  if (fd >= 0 && (dup2(fd, 3) != 3 || fcntl(3, F_SETFD, 0) != 0)) return false;
+  return syscall(SYS_close_range, fd < 0 ? 3 : 4, ~0u, 0) == 0;
+}
+
 Result<ProcessResult> run_process(const ProcessSpec& spec) {
   std::vector<std::string> args = spec.argv;
   std::string path = spec.path.empty() && !args.empty() ? args[0] : spec.path;
@@ -150,10 +156,7 @@ Result<ProcessResult> run_process(const ProcessSpec& spec) {
       // First, while crispd's descriptors (a user namespace's) are all where prepare expects them.
       bool ok = !spec.prepare || spec.prepare();
       ok = ok && dup2(in->read.get(), STDIN_FILENO) >= 0 && dup2(out->write.get(), STDOUT_FILENO) >= 0 &&
-           dup2(err->write.get(), STDERR_FILENO) >= 0 &&
-           (spec.pass_fd < 0 || (dup2(spec.pass_fd, 3) == 3 && fcntl(3, F_SETFD, 0) == 0));  // dup2(3, 3) keeps CLOEXEC
-      // The program gets nothing else of crispd's.
-      if (ok) ok = syscall(SYS_close_range, spec.pass_fd < 0 ? 3 : 4, ~0u, 0) == 0;
+           dup2(err->write.get(), STDERR_FILENO) >= 0 && only_descriptor_3(spec.pass_fd);
       if (ok) execve(path.c_str(), argv.data(), spec.env ? envp.data() : environ);
       _exit(127);
     }

@@ -38,6 +38,10 @@ struct ProcessResult {
 // argv/envp for exec: pointers into strings, then nullptr (strings must outlive them).
 std::vector<char*> c_strings(std::vector<std::string>& strings);
 
+// In a forked child, before exec (system calls only): fd becomes descriptor 3, inherited,
+// and every descriptor above 2 but that one is closed (fd < 0: every one above 2).
+bool only_descriptor_3(int fd);
+
 // Errors: kFailed when it cannot start, kTimedOut when it outlived the timeout (it is killed).
 Result<ProcessResult> run_process(const ProcessSpec& spec);
 
