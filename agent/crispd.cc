@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "agent/cri/cri_client.h"
+#include "agent/cri/snapshot_client.h"
 #include "agent/images/image_store.h"
 #include "agent/metrics/metrics_server.h"
 #include "agent/node_metrics.h"
@@ -49,6 +50,9 @@ struct Flags {
   std::string hca_policy = "all";
   std::string tmpfs_size = "25%";
   bool squashfs_any_owner = false;
+  std::string snapshotter = "overlayfs";
+  size_t max_imports = 2;
+  crisp::WorkLimits squashfs_limits;
   std::string private_images = "private";
   std::string private_list = "/var/lib/crisp/private-images";
   std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
@@ -104,9 +108,6 @@ void add_runtime_flags(CLI::App& app, Flags& f) {
         return ok ? std::string() : std::string("not a tmpfs size");
       })
       ->capture_default_str();
-  app.add_flag("--squashfs-any-owner", f.squashfs_any_owner,
-               "let the kernel mount squashfs images of any owner (default: only those root owns and alone may "
-               "write; others are extracted with the user's ids: the kernel's squashfs is not made for crafted images)");
   app.add_option("--private-images", f.private_images,
                  "who may use an image already on the node: never (anyone), private (an image pulled with "
                  "credentials: a user whose credentials its registry accepts), always (every image: likewise)")
@@ -122,6 +123,27 @@ void add_runtime_flags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--log-level", f.level, "debug, info, warn or error")->capture_default_str();
   app.add_flag("--version", f.version, "print the version and exit");
+}
+
+// Squashfs images, imports and saves, and the snapshots they read.
+void add_squashfs_flags(CLI::App& app, Flags& f) {
+  app.add_flag("--squashfs-any-owner", f.squashfs_any_owner,
+               "let the kernel mount squashfs images of any owner (default: only those root owns and alone may "
+               "write; others are extracted with the user's ids: the kernel's squashfs is not made for crafted images)");
+  app.add_option("--snapshotter", f.snapshotter, "containerd's snapshotter for CRI's containers")->capture_default_str();
+  app.add_option("--max-imports", f.max_imports, "crispctl imports the node runs at once (one per user)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  crisp::WorkLimits& w = f.squashfs_limits;
+  app.add_option("--squashfs-cgroup", w.name,
+                 "cgroup (under each hierarchy's root) where imports' and saves' mksquashfs run; empty: crispd's own")
+      ->capture_default_str();
+  app.add_option("--squashfs-cpus", w.cpus, "CPU time that cgroup may use, in cores")
+      ->check(CLI::Range(0.1, 1024.0))
+      ->capture_default_str();
+  app.add_option("--squashfs-memory", w.memory_bytes, "memory that cgroup may use, in bytes")
+      ->check(CLI::Range(uint64_t{128} << 20, uint64_t{1} << 50))
+      ->capture_default_str();
 }
 
 void add_device_flags(CLI::App& app, Flags& f) {
@@ -176,6 +198,13 @@ crisp::StepSettings step_settings(const Flags& f) {
   settings.hca_policy = f.hca_policy == "nearest" ? crisp::HcaPolicy::kNearestGpu : crisp::HcaPolicy::kAll;
   settings.spares = {f.spares, f.spares_per_user, std::chrono::seconds(f.spare_grace)};
   settings.claims_dir = f.claims_dir;
+  settings.imports_per_node = f.max_imports;
+  settings.squashfs_limits = f.squashfs_limits;
+  // Imports and saves unbounded would be any user's way to load the node outside Slurm: said loudly.
+  if (auto group = crisp::WorkCgroup::make(f.squashfs_limits); group)
+    settings.squashfs_cgroup = std::move(*group);
+  else
+    crisp::log_error("imports and saves run unbounded, in crispd's own cgroup: " + group.error());
   return settings;
 }
 
@@ -215,8 +244,10 @@ int serve(const Flags& f) {
   auto metrics = std::make_shared<crisp::Metrics>();
   watch.metrics = metrics;
   crisp::ImageStore images(cri, policy, f.private_list, watch);
+  crisp::SnapshotClient snapshots(cri.channel(), f.snapshotter, std::chrono::seconds(f.call_timeout));
   crisp::StepSettings settings = step_settings(f);
   settings.metrics = metrics;
+  settings.snapshots = &snapshots;
   crisp::StepManager steps(cri, images, std::move(settings));
   crisp::Sweeper sweeper(steps, std::chrono::seconds(f.sweep_interval), std::chrono::seconds(f.sandbox_grace),
                          crisp::slurm_job_liveness);
@@ -239,6 +270,7 @@ int main(int argc, char** argv) {
   CLI::App app{"crispd: runs Slurm job steps in containers through containerd's CRI"};
   Flags flags;
   add_runtime_flags(app, flags);
+  add_squashfs_flags(app, flags);
   add_device_flags(app, flags);
   CLI11_PARSE(app, argc, argv);
   if (flags.version) {

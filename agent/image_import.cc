@@ -1,18 +1,19 @@
 // StepManager::import_image: crispctl import, a registry image written as a
 // squashfs file laid out as enroot's import makes one (its config in /etc),
 // through the same pull and credentials as a step's, into a file of the caller's.
+// The squashfs is made from a read-only view of the image's layers that
+// containerd holds, mounted only in mksquashfs's own mount namespace: no
+// container, and so no process of the user's, ever lives in what root reads.
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <cerrno>
 #include <chrono>
-#include <optional>
+#include <filesystem>
 
-#include "agent/cri/labels.h"
-#include "agent/host/entrypoint.h"
+#include "agent/cri/snapshot_client.h"
 #include "agent/host/squashfs_tools.h"
 #include "agent/host/user_access.h"
 #include "agent/host/user_rootfs.h"
@@ -28,17 +29,40 @@
 namespace crisp {
 namespace {
 
-// Import containers are steps of job 0 from here up: no job's, and no Slurm step id comes near.
-constexpr uint32_t kImportStepBase = 0xf0000000;
+// A root-only directory of crispd's for one import: e/ holds enroot's files, m/ is
+// where the child mounts the image; removed whole when the import ends.
+class ImportStage {
+ public:
+  static Result<ImportStage> make(const std::string& base) {
+    if (mkdir(base.c_str(), 0700) != 0 && errno != EEXIST) return fail("cannot create " + base + ": " + errno_text(errno));
+    std::string pattern = base + "/import-XXXXXX";
+    if (!mkdtemp(pattern.data())) return fail("cannot create a directory in " + base + ": " + errno_text(errno));
+    ImportStage stage(pattern);
+    for (const char* sub : {"/e", "/e/etc", "/m"})
+      if (mkdir((pattern + sub).c_str(), 0755) != 0) return fail("cannot create " + pattern + sub + ": " + errno_text(errno));
+    return stage;
+  }
+  ImportStage(ImportStage&& o) noexcept : dir_(std::move(o.dir_)) { o.dir_.clear(); }
+  ImportStage& operator=(ImportStage&&) = delete;
+  ~ImportStage() {
+    std::error_code ignored;  // crispd's own files alone: nothing to follow
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+  }
+  const std::string& dir() const { return dir_; }
 
-// enroot's files, root's, into the container's own upper layer (empty but for runc's mount points).
-Status write_enroot_files(const RootOverlay& root, const ImageConfig& c) {
+ private:
+  explicit ImportStage(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+};
+
+// enroot's files, root's, in crispd's own directory laid over the image.
+Status write_enroot_files(const std::string& top, const ImageConfig& c) {
   EnrootImageConfig e{c.env, c.entrypoint, c.cmd, c.volumes, c.labels, c.working_dir};
-  Fd upper(open((root.snapshots + "/" + root.upper).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!upper) return fail("cannot open the container's upper layer: " + errno_text(errno));
-  if (mkdirat(upper.get(), "etc", 0755) != 0 && errno != EEXIST) return fail("mkdir etc: " + errno_text(errno));
+  Fd dir(open(top.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return fail("cannot open " + top + ": " + errno_text(errno));
   for (const auto& [path, text] : enroot_files(e)) {
-    Fd f = open_at(upper.get(), path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+    Fd f = open_at(dir.get(), path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK,
+                   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
     if (!f || write(f.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) || fchmod(f.get(), 0644) != 0)
       return fail("cannot write " + path + ": " + errno_text(errno));
   }
@@ -47,27 +71,34 @@ Status write_enroot_files(const RootOverlay& root, const ImageConfig& c) {
 
 }  // namespace
 
-Result<StepManager::ImportContainer> StepManager::make_import_container(const StepContainerInput& in) {
-  auto id = create_in_user_sandbox(in.job.uid, in.job.user, in, nullptr);
-  if (!id) return id.take_error();
-  ContainerGuard guard(*this, *id);
-  auto pid = start_and_find_holder(*id, in.image);
-  if (!pid) return pid.take_error();
-  if (auto ran = await_holder(*pid, settings_.holder_exe, std::chrono::seconds(10)); !ran)
-    return fail("the import's container " + ran.error());
-  guard.keep();
-  return ImportContainer{*id, *pid};
+SquashfsBounds StepManager::squashfs_bounds() const {
+  return {settings_.save_timeout, &settings_.squashfs_cgroup, settings_.squashfs_limits};
+}
+
+Status StepManager::squash_image(const ImageConfig& config, int out) {
+  if (!settings_.snapshots || config.chain_id.empty())
+    return fail("containerd does not say where the image's layers are (no snapshot service or chain id)");
+  auto view = settings_.snapshots->view(config.chain_id, settings_.save_timeout + std::chrono::minutes(5));
+  if (!view) return fail("cannot view the image's layers: " + view.error());
+  auto layers = overlay_of_snapshot(view->mounts(), true);
+  if (!layers) return layers.take_error();
+  if (auto s = check_snapshots_dir(layers->snapshots); !s) return s;
+  auto stage = ImportStage::make(settings_.tmpfs_base + "-import");
+  if (!stage) return stage.take_error();
+  if (auto s = write_enroot_files(stage->dir() + "/e", config); !s) return s;
+  return mksquash_layers({layers->snapshots, layers->lower, stage->dir() + "/e", stage->dir() + "/m"}, out,
+                         squashfs_bounds());
 }
 
 Result<v1::ImportResponse> StepManager::import_image(uint32_t uid, uint32_t gid, const std::string& image,
-                                                     const std::string& path,
-                                                     const PullWaiter& waiter) {
-  static std::atomic<uint32_t> serial{0};
+                                                     const std::string& path, const PullWaiter& waiter) {
   auto t0 = std::chrono::steady_clock::now();
   auto ref = parse_image_ref(image);
   if (!ref) return ref.take_error();
   auto pw = lookup_uid(uid);
   if (!pw) return fail("uid " + std::to_string(uid) + " has no entry in the password database");
+  auto slot = imports_.take(uid);  // before the pull: a pull for an import is the import's
+  if (!slot) return fail(ErrorKind::kRefused, "crispctl import refused: " + slot.error());
   UserCreds creds{uid, gid, {}};
   UserFiles files{creds, pw->home};
   PullWaiter user_waiter = waiter;
@@ -78,27 +109,7 @@ Result<v1::ImportResponse> StepManager::import_image(uint32_t uid, uint32_t gid,
   if (!config) return config.take_error();
   auto out = create_beside_as_user(creds, path);
   if (!out) return fail("crispctl import: " + out.error());
-  StepContainerInput in;
-  in.job = {0, uid, pw->name};
-  in.step_id = kImportStepBase + serial++ % 0x0fffffff;
-  in.gid = gid;
-  in.stepd_pid = getpid();  // the holder goes if crispd does: the sweep removes the exited container
-  in.image = ref->canonical();
-  auto made = make_import_container(in);
-  Status saved = made ? Status(Ok{}) : Status(made.take_error());
-  std::optional<ContainerGuard> gone_after;  // the import's container goes whatever happens
-  if (saved) {
-    gone_after.emplace(*this, made->id);
-    auto info = read_text("/proc/" + std::to_string(made->pid) + "/mountinfo", 1u << 20);
-    auto root = info ? parse_root_overlay(*info) : Result<RootOverlay>(info.take_error());
-    saved = root ? write_enroot_files(*root, *config) : Status(root.take_error());
-    Fd ns(open(("/proc/" + std::to_string(made->pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
-    // Root reads the image (all of it, whatever its modes); the user's file receives it.
-    if (saved) saved = ns ? mksquash_as_user({0, 0, {}}, ns.get(), out->fd.get(), settings_.save_timeout)
-                          : fail("cannot open the container's mount namespace: " + errno_text(errno));
-  }
-  gone_after.reset();
-  auto bytes = finish_beside_as_user(creds, *out, path, std::move(saved));
+  auto bytes = finish_beside_as_user(creds, *out, path, squash_image(*config, out->fd.get()));
   if (!bytes) return fail("crispctl import of " + ref->canonical() + " failed: " + bytes.error());
   v1::ImportResponse r;
   r.set_image_ref(ref->canonical());

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "agent/cri/snapshot_client.h"
 #include "agent/cri/labels.h"
 #include "agent/devices/cdi_hooks.h"
 #include "agent/devices/driver_discovery.h"
@@ -438,9 +440,11 @@ Status StepManager::mount_image_file(const v1::CreateStepRequest& req, Plan& pla
   auto sb = parse_squashfs_superblock(head, static_cast<uint64_t>(st.st_size));
   if (!sb) return fail("image file " + path + ": " + sb.error());
   bool acl = fgetxattr(file->fd.get(), "system.posix_acl_access", nullptr, 0) >= 0;
+  struct statfs fs {};
+  if (fstatfs(file->fd.get(), &fs) != 0) return fail("image file " + path + ": " + errno_text(errno));
   ImageConfig config;
   std::string rc;
-  if (kernel_may_mount(st, acl, settings_.squashfs_any_owner)) {
+  if (kernel_may_mount(st, acl, static_cast<int64_t>(fs.f_type), settings_.squashfs_any_owner)) {
     auto root = mount_squashfs(file->fd.get(), path);
     if (!root) return fail("image file " + path + ": " + root.error());
     config.env = parse_enroot_environment(read_image_file(root->get(), "/etc/environment", kImageConfigFileMax));
@@ -641,6 +645,12 @@ Status StepManager::give_rootfs(const v1::CreateStepRequest& req, Plan& plan) {
   r.stage = settings_.tmpfs_base + "-rootfs";
   r.image_root = plan.image_root.get();
   r.image_to_extract = plan.image_to_extract.get();
+  // The layers as containerd holds them: the container's own processes are the user's.
+  if (settings_.snapshots) {
+    auto layers = settings_.snapshots->mounts(plan.container_id);
+    if (!layers) return fail("cannot ask containerd for the container's layers: " + layers.error());
+    r.snapshot = std::move(*layers);
+  }
   // The node's timezone: the admin's file, read as root.
   if (auto tz = read_text("/etc/localtime", 1u << 20)) r.localtime = *tz;
   Status given = settings_.give_rootfs(r);

@@ -27,8 +27,11 @@
 #include "agent/host/host_artifacts.h"
 #include "agent/host/user_rootfs.h"
 #include "agent/host/host_mounts.h"
+#include "agent/host/squashfs_tools.h"
+#include "agent/host/work_cgroup.h"
 #include "agent/images/credentials.h"
 #include "agent/images/image_store.h"
+#include "agent/images/import_slots.h"
 #include "agent/metrics/metrics.h"
 #include "agent/slurm_jobs.h"
 #include "agent/spares/claims.h"
@@ -36,6 +39,8 @@
 #include "crisp.pb.h"
 
 namespace crisp {
+
+class SnapshotClient;
 
 // The entrypoints' CRI logs: the tmpfs they share, and what is kept of each.
 inline constexpr uint64_t kLogDirectorySize = 64u << 20;
@@ -62,8 +67,13 @@ struct StepSettings {
   // The kernel mounts squashfs images of any owner (crispd --squashfs-any-owner),
   // not only those root owns and alone may write (squashfs_mount.h).
   bool squashfs_any_owner = false;
-  // The longest a --container-save may take (mksquashfs of the container's root).
+  // The longest a --container-save or crispctl import may take (mksquashfs).
   std::chrono::seconds save_timeout{1800};
+  // Where imports' and saves' mksquashfs run (crispd --squashfs-cgroup …; made by
+  // crispd.cc, empty in the tests: crispd's own), and how many imports at once.
+  WorkLimits squashfs_limits;
+  WorkCgroup squashfs_cgroup;
+  size_t imports_per_user = 1, imports_per_node = 2;
   // What slurmctld says of a step's GPUs on this node (slurm_step_gpus); unset:
   // a step that names GPUs is refused.
   std::function<Result<StepGpus>(uint32_t job, uint32_t step, const std::string& node)> step_gpus;
@@ -72,6 +82,9 @@ struct StepSettings {
   std::function<JobLiveness(uint32_t job, uint32_t step)> step_liveness;
   // containerd's task bundles, for CDI hooks' OCI state: <state>/io.containerd.runtime.v2.task/k8s.io/<id>.
   std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
+  // containerd's snapshot service: a container's layers, an image's view for imports;
+  // null (the fake CRI's tests): none, and no root is given nor image imported.
+  SnapshotClient* snapshots = nullptr;
   // Makes the container's root filesystem the user's (user_rootfs.h); a seam for the fake CRI's tests.
   std::function<Status(const RootfsRequest&)> give_rootfs = give_rootfs_to_user;
   // Ends a holder (its pidfd) and returns once it has exited; a seam for the fake CRI's
@@ -232,11 +245,10 @@ class StepManager {
                                              PhaseClock* clock);
   Result<int> start_and_find_holder(const std::string& id, const std::string& image);
   Status start_container(Plan& plan);
-  struct ImportContainer {
-    std::string id;
-    int pid = 0;
-  };
-  Result<ImportContainer> make_import_container(const StepContainerInput& in);  // image_import.cc
+  // The image's layers as a squashfs to out, enroot's files on top (image_import.cc).
+  Status squash_image(const ImageConfig& config, int out);
+  // mksquashfs's bounds for imports and saves: crisp's cgroup, the save timeout.
+  SquashfsBounds squashfs_bounds() const;
   Status wait_for_holder(const v1::CreateStepRequest& req, Plan& plan, int pid, const std::vector<std::string>& entrypoint);
   Status run_file_entrypoint(const v1::CreateStepRequest& req, Plan& plan);
   Status run_hooks(const Plan& plan);
@@ -261,6 +273,7 @@ class StepManager {
   CriClient& cri_;
   ImageStore& images_;
   StepSettings settings_;
+  ImportSlots imports_;
   std::mutex locks_mu_;
   std::map<uint64_t, std::shared_ptr<std::shared_mutex>> locks_;  // jobs by id, users by 1<<32 | uid
   std::mutex used_mu_;

@@ -8,6 +8,7 @@
 #include "agent/cri/labels.h"
 #include "agent/host/squashfs_tools.h"
 #include "agent/host/user_access.h"
+#include "agent/host/user_rootfs.h"
 #include "agent/step_manager.h"
 #include "common/log.h"
 #include "common/slurm_ids.h"
@@ -25,13 +26,14 @@ Result<v1::SaveStepResponse> StepManager::save_step(const v1::SaveStepRequest& r
     return fail("the container " + req.container_id().substr(0, 12) + " is not this step's");
   auto pid = parse_container_pid({status->info().begin(), status->info().end()});
   if (!pid) return fail("the step's container is not running: " + pid.error());
-  Fd ns(open(("/proc/" + std::to_string(*pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!ns) return fail("cannot open the container's mount namespace: " + errno_text(errno));
+  // Only runc's namespace: one the user's process made is theirs to shape.
+  auto ns = runc_mount_ns(*pid);
+  if (!ns) return fail("--container-save: " + ns.error());
   UserCreds creds{req.uid(), req.gid(), {req.supplementary_gids().begin(), req.supplementary_gids().end()}};
   auto out = create_beside_as_user(creds, req.path());
   if (!out) return fail("--container-save: " + out.error());
   auto bytes = finish_beside_as_user(creds, *out, req.path(),
-                                     mksquash_as_user(creds, ns.get(), out->fd.get(), settings_.save_timeout));
+                                     mksquash_as_user(creds, ns->get(), out->fd.get(), squashfs_bounds()));
   if (!bytes) return fail("--container-save to " + req.path() + " failed: " + bytes.error());
   v1::SaveStepResponse r;
   r.set_bytes(*bytes);

@@ -47,6 +47,7 @@ StepManager::StepManager(CriClient& cri, ImageStore& images, StepSettings settin
     : cri_(cri),
       images_(images),
       settings_(std::move(settings)),
+      imports_(std::max<size_t>(1, settings_.imports_per_user), settings_.imports_per_node),
       pool_(settings_.spares),
       claims_(settings_.claims_dir),
       started_ns_(now_ns()) {

@@ -17,6 +17,7 @@ enum class ErrorKind {
   kNotFound,     // a path named does not exist
   kUnsupported,  // this node's kernel, filesystem or runtime cannot do it
   kCancelled,    // the step or client it was for went away first
+  kRefused,      // what a user asked for, or did, is not allowed (or over a limit)
 };
 
 struct Error {

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -70,6 +71,11 @@ int main(int argc, char **argv) {
   int sfd = signalfd(-1, &set, SFD_CLOEXEC);
   if (sfd < 0) return 1;
 
+  /* A container's holder is the user's process until crispd has given it its
+   * root: undumpable, the user's other processes cannot ptrace it into making
+   * namespaces of its own (crispd refuses those too, user_rootfs.h). A session
+   * keeper is root in the user's own user namespace: nothing to guard there. */
+  if (!(argc == 5 && strcmp(argv[2], "session") == 0) && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return 1;
   if (argc == 5 && strcmp(argv[2], "session") == 0) {
     int msg[2] = {session(strtoul(argv[3], NULL, 10), argv[4]), errno};
     if (write(3, msg, sizeof msg) != (ssize_t)sizeof msg || msg[0] != 0) return 1;

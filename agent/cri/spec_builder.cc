@@ -162,6 +162,7 @@ Result<ImageConfig> parse_image_info(const std::map<std::string, std::string>& i
   if (auto spec = j->find("imageSpec"); spec != j->end() && spec->is_object())
     if (auto cfg = spec->find("config"); cfg != spec->end() && cfg->is_object()) config = &*cfg;
   ImageConfig out;
+  if (auto chain = j->find("chainID"); chain != j->end() && chain->is_string()) out.chain_id = *chain;
   if (!config) return out;  // an image may carry no config at all
   out.env = strings_at(*config, "Env");
   out.entrypoint = strings_at(*config, "Entrypoint");

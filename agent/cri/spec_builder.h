@@ -76,6 +76,7 @@ cri::ContainerConfig build_step_container(const StepContainerInput& in, const No
 
 struct ImageConfig {
   std::string id;  // the image's (ImageStatus's image.id), which a tag names now
+  std::string chain_id;  // its layers' committed snapshot in containerd (verbose info's chainID)
   std::vector<std::string> env;
   std::vector<std::string> entrypoint;
   std::vector<std::string> cmd;

@@ -64,8 +64,10 @@ Result<SquashfsSuperblock> parse_squashfs_superblock(const std::string& head, ui
   return sb;
 }
 
-bool kernel_may_mount(const struct stat& st, bool has_acl, bool any_owner) {
-  return any_owner || (st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0 && !has_acl);
+bool kernel_may_mount(const struct stat& st, bool has_acl, int64_t fs_magic, bool any_owner) {
+  constexpr int64_t kOverlay = 0x794c7630, kFuse = 0x65735546, kSquashfs = 0x73717368, kErofs = 0xE0F5E1E2;
+  bool owners_mean_nothing = fs_magic == kOverlay || fs_magic == kFuse || fs_magic == kSquashfs || fs_magic == kErofs;
+  return any_owner || (st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0 && !has_acl && !owners_mean_nothing);
 }
 
 Result<Fd> mount_squashfs(int file, const std::string& path) {

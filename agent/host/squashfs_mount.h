@@ -29,9 +29,12 @@ Result<SquashfsSuperblock> parse_squashfs_superblock(const std::string& head, ui
 
 // Whether the kernel's squashfs driver may read this file for a user: only
 // what no user can have written or can still change (root's, writable by root
-// alone, no ACL), unless the admin trusts every owner. The kernel's filesystem
-// drivers are not made to parse hostile images; a user's own goes nowhere near.
-bool kernel_may_mount(const struct stat& st, bool has_acl, bool any_owner);
+// alone, no ACL, on a filesystem (fs_magic, statfs's f_type) whose owners mean
+// that: not an overlay, whose layers are images users made, not FUSE, whose
+// server says who owns what, nor a file inside an image), unless the admin trusts
+// every owner. The kernel's filesystem drivers are not made to parse hostile
+// images; a user's own goes nowhere near.
+bool kernel_may_mount(const struct stat& st, bool has_acl, int64_t fs_magic, bool any_owner);
 
 // file (opened by the user, a regular file) as a read-only, nosuid, nodev
 // squashfs; path names it in the loop device's backing-file field (losetup -l).

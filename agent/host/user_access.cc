@@ -1,6 +1,7 @@
 #include "agent/host/user_access.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -172,10 +173,15 @@ Result<std::optional<std::string>> read_file_as_user(const UserCreds& creds, con
 namespace {
 
 // path opened by the user with flags; see resolve_as_user.
+// resolve: openat2's RESOLVE_* flags for the user's lookup (0: open's own rules).
 Result<UserPath> open_with_rights(const UserCreds& creds, const std::string& path, int flags,
-                                  std::chrono::milliseconds timeout) {
+                                  std::chrono::milliseconds timeout, uint64_t resolve = 0) {
   auto work = [&](int sock) {
-    int fd = open(path.c_str(), flags | O_CLOEXEC, 0644);  // the mode only matters to O_CREAT
+    open_how how{};
+    how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
+    how.mode = (flags & O_CREAT) ? 0644 : 0;  // the mode only matters to O_CREAT
+    how.resolve = resolve;
+    int fd = static_cast<int>(syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how));
     if (fd < 0) return send_reply(sock, {errno, 0});
     send_reply(sock, {0, 0}, fd);
   };
@@ -205,8 +211,10 @@ Result<UserPath> resolve_as_user(const UserCreds& creds, const std::string& path
 }
 
 Result<UserPath> open_as_user(const UserCreds& creds, const std::string& path, std::chrono::milliseconds timeout) {
-  // O_NONBLOCK: a FIFO opens at once, for the caller to refuse.
-  return open_with_rights(creds, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, timeout);
+  // O_NONBLOCK: a FIFO opens at once, for the caller to refuse. No magic link
+  // (/proc/PID/root/…, /dev/fd/N): what it leads to is not what its path says,
+  // such as a file inside a container, which looks like root's.
+  return open_with_rights(creds, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, timeout, RESOLVE_NO_MAGICLINKS);
 }
 
 Result<UserPath> create_beside_as_user(const UserCreds& creds, const std::string& path,

@@ -6,8 +6,11 @@
 #include <linux/openat2.h>
 #include <sched.h>
 #include <signal.h>
+#include <linux/nsfs.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/vfs.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -76,12 +79,12 @@ std::vector<MountLine> mount_lines(const std::string& mountinfo) {
   return out;
 }
 
-Status parse_super_options(const std::string& options, RootOverlay& out) {
+Status parse_super_options(const std::vector<std::string>& options, bool read_only, RootOverlay& out) {
   std::string upper, work;
   std::vector<std::string> lower;
-  for (const std::string& o : split(options, ',')) {
+  for (const std::string& o : options) {
     size_t eq = o.find('=');
-    std::string key = o.substr(0, eq), value = eq == std::string::npos ? "" : unescape(o.substr(eq + 1));
+    std::string key = o.substr(0, eq), value = eq == std::string::npos ? "" : o.substr(eq + 1);
     if (key == "lowerdir") lower = split(value, ':');
     else if (key == "upperdir") upper = value;
     else if (key == "workdir") work = value;
@@ -89,12 +92,15 @@ Status parse_super_options(const std::string& options, RootOverlay& out) {
     else if (key == "index" || key == "xino" || key == "redirect_dir" || key == "metacopy" || key == "userxattr")
       out.options += (out.options.empty() ? "" : ",") + o;
   }
-  if (upper.empty() || work.empty() || lower.empty())
-    return fail("the container's root is a read-only overlay (no upper layer)");
-  out.snapshots = parent_of(parent_of(upper));
-  auto rel = relative_layer(out.snapshots, upper);
-  if (!rel) return rel.take_error();
-  out.upper = *rel;
+  if (lower.empty() || (!read_only && (upper.empty() || work.empty())))
+    return fail("the container's root is not an overlay with an upper layer");
+  out.snapshots = parent_of(parent_of(read_only ? lower.front() : upper));
+  if (!read_only) {
+    auto rel = relative_layer(out.snapshots, upper);
+    if (!rel) return rel.take_error();
+    out.upper = *rel;
+    if (auto w = relative_layer(out.snapshots, work); !w) return w.take_error();
+  }
   for (const std::string& path : lower) {
     auto rel = relative_layer(out.snapshots, path);
     if (!rel) return rel.take_error();
@@ -105,20 +111,49 @@ Status parse_super_options(const std::string& options, RootOverlay& out) {
 
 }  // namespace
 
-Result<RootOverlay> parse_root_overlay(const std::string& mountinfo) {
+Result<RootOverlay> overlay_of_snapshot(const std::vector<SnapshotMount>& mounts, bool read_only) {
+  if (mounts.size() == 1 && mounts[0].type == "bind" && read_only) {
+    // A view of a one-layer image: the layer itself.
+    RootOverlay out;
+    out.snapshots = parent_of(parent_of(mounts[0].source));
+    auto rel = relative_layer(out.snapshots, mounts[0].source);
+    if (!rel) return rel.take_error();
+    out.lower.push_back(*rel);
+    return out;
+  }
+  if (mounts.size() != 1 || mounts[0].type != "overlay")
+    return fail("containerd's snapshot is not one overlay mount (" + std::to_string(mounts.size()) + " mounts)");
+  RootOverlay out;
+  if (auto s = parse_super_options(mounts[0].options, read_only, out); !s) return s.take_error();
+  return out;
+}
+
+Result<std::vector<std::string>> root_children(const std::string& mountinfo) {
   std::vector<MountLine> lines = mount_lines(mountinfo);
   const MountLine* root = nullptr;
   for (const MountLine& l : lines)
     if (l.mount_point == "/") root = &l;  // the last one: mounts stack
   if (!root) return fail("the container has no root mount");
   if (root->fstype != "overlay") return fail("the container's root is " + root->fstype + ", not an overlay");
-  RootOverlay out;
-  if (auto s = parse_super_options(root->super_options, out); !s) return s.take_error();
+  std::vector<std::string> out;
   std::set<std::string> seen;
   for (const MountLine& l : lines)
-    if (l.parent == root->id && l.mount_point != "/" && seen.insert(l.mount_point).second)
-      out.children.push_back(l.mount_point);
+    if (l.parent == root->id && l.mount_point != "/" && seen.insert(l.mount_point).second) out.push_back(l.mount_point);
   return out;
+}
+
+Result<Fd> runc_mount_ns(int pid) {
+  std::string proc = "/proc/" + std::to_string(pid);
+  Fd ns(open((proc + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!ns) return fail("cannot open the container's mount namespace: " + errno_text(errno));
+  Fd owner(ioctl(ns.get(), NS_GET_USERNS));
+  struct stat have {}, ours {};
+  if (!owner || fstat(owner.get(), &have) != 0 || stat("/proc/self/ns/user", &ours) != 0)
+    return fail("cannot tell who owns the container's mount namespace: " + errno_text(errno));
+  if (have.st_dev != ours.st_dev || have.st_ino != ours.st_ino)
+    return fail(ErrorKind::kRefused,
+                "the container's process left the namespaces it was started in (it made a user namespace of its own)");
+  return ns;
 }
 
 std::string swap_map(uint32_t id) {
@@ -176,6 +211,7 @@ Fd open_beneath(int dirfd, const std::string& path) {
 // What the child does, step by step; the step that failed and errno go back to crispd.
 struct Plan {
   const RootOverlay& root;
+  const std::vector<std::string>& children;  // the container's mounts on its root
   const RootfsRequest& req;
   int container_ns, userns;
   std::string layers_at, root_at, image_at, data;
@@ -265,7 +301,7 @@ int child_steps(const Plan& p) {
   if (!overlay || setns(p.container_ns, CLONE_NEWNS) != 0 || chdir("/") != 0) return 5;
   // The container's mounts, each with what is mounted under it, to move onto the new root.
   std::vector<Fd> children;
-  for (const std::string& m : p.root.children) {
+  for (const std::string& m : p.children) {
     Fd at = open_beneath(AT_FDCWD, m);
     children.emplace_back(static_cast<int>(syscall(SYS_open_tree, at.get(), "",
                                                    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH)));
@@ -278,7 +314,7 @@ int child_steps(const Plan& p) {
   if (p.req.readonly && syscall(SYS_mount_setattr, overlay.get(), "", AT_EMPTY_PATH, &readonly, sizeof readonly) != 0)
     return 10;
   for (size_t i = 0; i < children.size(); ++i) {
-    Fd target = open_beneath(overlay.get(), p.root.children[i]);
+    Fd target = open_beneath(overlay.get(), p.children[i]);
     if (!target || syscall(SYS_move_mount, children[i].get(), "", target.get(), "",
                            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
       return 8;
@@ -310,7 +346,22 @@ constexpr const char* kSteps[] = {"",
                                   "making /dev/ptmx",
                                   "the idmapped clone of the squashfs image"};
 
+bool same_file(int a, int b) {
+  struct stat sa {}, sb {};
+  return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 }  // namespace
+
+Status check_snapshots_dir(const std::string& dir) {
+  Fd top(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  Fd fd = top ? open_at(top.get(), dir, O_PATH | O_DIRECTORY, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) : Fd();
+  struct stat st {};
+  if (!fd || fstat(fd.get(), &st) != 0) return fail("cannot open containerd's snapshots " + dir + ": " + errno_text(errno));
+  if (st.st_uid != 0 || (st.st_mode & 022) != 0)
+    return fail("containerd's snapshots " + dir + " are not root's alone: its layers are not used");
+  return Ok{};
+}
 
 bool idmap_mount(int mount, int userns) {
   MountAttr idmap{MOUNT_ATTR_IDMAP, 0, 0, static_cast<uint64_t>(userns)};
@@ -340,12 +391,19 @@ Result<Fd> swapping_userns(uint32_t uid, uint32_t gid) {
 Status give_rootfs_to_user(const RootfsRequest& req) {
   const int pid = req.pid;
   const std::string& stage = req.stage;
+  auto root = overlay_of_snapshot(req.snapshot);
+  if (!root) return fail(ErrorKind::kUnsupported, root.error());
+  if (auto s = check_snapshots_dir(root->snapshots); !s) return s;
+  auto ns = runc_mount_ns(pid);
+  if (!ns) return ns.take_error();
   auto info = read_text("/proc/" + std::to_string(pid) + "/mountinfo", 1u << 20);
   if (!info) return fail("cannot read the container's mounts: " + info.error());
-  auto root = parse_root_overlay(*info);
-  if (!root) return fail(ErrorKind::kUnsupported, root.error());
-  Fd ns(open(("/proc/" + std::to_string(pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!ns) return fail("cannot open the container's mount namespace: " + errno_text(errno));
+  // Still runc's namespace after the read: a process that leaves the node's user
+  // namespace never comes back to it, and inside it the holder has no right to mount.
+  if (auto again = runc_mount_ns(pid); !again || !same_file(again->get(), ns->get()))
+    return fail(ErrorKind::kRefused, "the container's process left the namespaces it was started in");
+  auto children = root_children(*info);
+  if (!children) return fail(ErrorKind::kUnsupported, children.error());
   auto userns = swapping_userns(req.user.uid, req.user.gid);
   if (!userns) return userns.take_error();
   // The new upper layer beside containerd's ("9/crisp-fs"): root's 0755, which the idmap shows as the user's.
@@ -371,7 +429,7 @@ Status give_rootfs_to_user(const RootfsRequest& req) {
   } else {
     for (const std::string& l : root->lower) lower += ":" + l;
   }
-  Plan plan{*root, req, ns.get(), userns->get(), stage + "/l", stage + "/r", stage + "/i",
+  Plan plan{*root, *children, req, ns->get(), userns->get(), stage + "/l", stage + "/r", stage + "/i",
             "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work +
                 (root->options.empty() ? "" : "," + root->options)};
   auto answer = run_child_steps([&] { return child_steps(plan); }, kChildTimeoutMs);

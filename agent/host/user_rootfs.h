@@ -21,22 +21,35 @@
 #include "agent/host/user_files.h"
 #include "common/fd.h"
 #include "common/result.h"
+#include "common/snapshot_mount.h"
 
 namespace crisp {
 
-// What /proc/PID/mountinfo says of a container's root.
+// The layers of a container's root, as containerd's snapshot service gives them.
 struct RootOverlay {
   std::string snapshots;           // the directory holding every layer (.../snapshots)
   std::vector<std::string> lower;  // layers, relative to it ("12/fs"), top first
   std::string upper;               // containerd's upper layer, relative to it too ("9/fs")
   std::string options;             // overlay options kept as they were ("index=off")
-  // Mount points of the root's own children (/proc, /dev, binds ...), in mount order.
-  std::vector<std::string> children;
 };
 
-// Parses mountinfo text; an error when the root is not an overlay of
-// containerd's snapshot directories (nothing is done then).
-Result<RootOverlay> parse_root_overlay(const std::string& mountinfo);
+// containerd's mounts of a container's snapshot (or of a view: no upper layer
+// then, when read_only); an error unless it is one overlay whose layers all lie
+// in one snapshots directory (nothing is done then).
+Result<RootOverlay> overlay_of_snapshot(const std::vector<SnapshotMount>& mounts, bool read_only = false);
+
+// containerd's snapshots directory, reached through no symlink, root's alone
+// (crispd makes directories and mounts in it); an error otherwise.
+Status check_snapshots_dir(const std::string& dir);
+
+// The mount points of the root's own children (/proc, /dev, binds ...) in a
+// container's mountinfo, in mount order; an error when its root is no overlay.
+Result<std::vector<std::string>> root_children(const std::string& mountinfo);
+
+// The holder's mount namespace, when it is still one that only root could have
+// made: owned by crispd's own user namespace. A holder (the user's process) that
+// made namespaces of its own, where it may mount what it likes, is refused.
+Result<Fd> runc_mount_ns(int pid);
 
 // A user namespace whose maps swap 0 and the user's uid (gid), kept per user:
 // what an idmapped mount that shows root's files as the user's follows.
@@ -52,6 +65,7 @@ std::string swap_map(uint32_t id);
 
 struct RootfsRequest {
   int pid = 0;        // the container's holder
+  std::vector<SnapshotMount> snapshot;  // containerd's mounts of the container's snapshot
   UserIdentity user;  // whose files they become, and who is written into /etc/passwd
   bool readonly = false;
   std::string stage;      // a root-only directory for the child's private mounts

@@ -8,6 +8,8 @@
 #   crisp-test/debian    a debootstrap minbase of Debian 11 (not the host's release)
 #   crisp-test/mpi       Debian 12 minbase with OpenMPI and MPICH, and the MPI test
 #                        program built on the host against each
+#   crisp-test/import-race  busybox with a large file, a world-writable /w and a squashfs file
+#   crisp-test/ns-entrypoint  busybox whose entrypoint makes namespaces of its own (attack tests')
 #   crisp-test/private   busybox on the registry that wants a login ($AUTH_REGISTRY)
 #   crisp/pause          crisp-holder alone, the CRI sandbox ("pause") image
 # and, beside them, squashfs files as enroot's import lays them out (root's, in $STATE/sqsh):
@@ -78,6 +80,8 @@ printf 'while :; do sleep 1; done\n' >"$work/daemon/crisp-bg.sh"
 chmod 755 "$work/daemon/entrypoint.sh"
 cp -a "$r" "$work/torch"
 cp -a "$r" "$work/private"
+cp -a "$r" "$work/race"
+cp -a "$r" "$work/nsentry"
 push_rootfs "$r" crisp-test/busybox:latest \
   --config.env=PATH=/usr/bin:/bin:/image/bin --config.env=CRISP_IMAGE_VAR=from-image \
   --config.env=LANG=C.UTF-8 --config.cmd=/bin/sh
@@ -96,6 +100,29 @@ push_rootfs "$work/daemon" crisp-test/daemon-entrypoint:latest --config.env=PATH
 mkdir -m 755 "$work/torch/workspace"
 push_rootfs "$work/torch" crisp-test/pytorch-env:latest --config.env=PATH=/usr/bin:/bin \
   --config.env=PYTORCH_VERSION=2.3.0 --config.env=MASTER_PORT=29500 --config.workingdir=/workspace
+
+say "building crisp-test/import-race"
+# An attack test's image (attack_tests.sh): a large file that keeps mksquashfs busy, read
+# before /w, whose 32 small files any user may replace while it runs.
+head -c 64M /dev/urandom >"$work/race/a-big"
+mkdir -m 777 "$work/race/w"
+for i in $(seq -w 0 31); do echo plain >"$work/race/w/z$i"; chmod 666 "$work/race/w/z$i"; done
+# A squashfs shipped inside the image: its layer shows it as root's.
+mkdir -p "$work/evil/etc" && echo evil >"$work/evil/etc/evil"
+mksquashfs "$work/evil" "$work/race/evil.sqsh" -all-root -noappend -quiet >/dev/null
+chmod 644 "$work/race/evil.sqsh"
+push_rootfs "$work/race" crisp-test/import-race:latest --config.env=PATH=/usr/bin:/bin
+
+say "building crisp-test/ns-entrypoint"
+# An attack test's image: its entrypoint makes a user and mount namespace of its own, stacks
+# an overlay naming host paths on /, and only then execs the holder.
+cat >"$work/nsentry/entrypoint.sh" <<'EP'
+#!/bin/sh
+exec unshare -r -m sh -c 'mkdir -p /tmp/u /tmp/w; mount -t overlay overlay -o lowerdir=//etc,upperdir=/tmp/u,workdir=/tmp/w / 2>/dev/null; exec "$@"' sh "$@"
+EP
+chmod 755 "$work/nsentry/entrypoint.sh"
+push_rootfs "$work/nsentry" crisp-test/ns-entrypoint:latest --config.env=PATH=/usr/bin:/bin \
+  --config.entrypoint=/entrypoint.sh
 
 say "building crisp-test/private (on the registry that wants a login)"
 echo 'PRETTY_NAME="crisp private test image"' >"$work/private/etc/os-release"

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/../../dev/lib.sh"
 set +e -o pipefail
 source "$CRISP_SRC/tests/integration/lib.sh"
-for area in basics images pulls lifecycle security attack pyxis everyday namespace squashfs multinode gpu spares metrics; do
+for area in basics images pulls lifecycle security attack root_reads pyxis everyday namespace squashfs multinode gpu spares metrics; do
   source "$CRISP_SRC/tests/integration/${area}_tests.sh"
 done
 
@@ -51,6 +51,10 @@ t private_image_needs_the_users_own_credentials
 t forged_pmix_socket_is_not_followed
 t container_processes_stay_in_the_jobs_cgroup
 t named_container_processes_die_with_the_job
+t import_reads_nothing_a_user_can_swap
+t imports_are_bounded
+t entrypoint_namespaces_of_its_own_are_refused
+t squashfs_gate_takes_no_magic_link
 t crispctl_pull
 t container_name_kept_across_steps
 t container_scope_global_by_default

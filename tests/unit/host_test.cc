@@ -3,7 +3,10 @@
 // that undoes them. Root-only cases (setuid, mount) skip where not root.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -21,6 +24,7 @@
 #include "agent/host/user_access.h"
 #include "agent/host/user_files.h"
 #include "agent/host/user_rootfs.h"
+#include "agent/host/work_cgroup.h"
 #include "agent/host/squashfs_mount.h"
 #include "agent/host/squashfs_tools.h"
 
@@ -28,7 +32,8 @@ namespace {
 
 constexpr uint32_t kNobody = 65534;
 
-class HostTest : public ::testing::Test {
+// A temporary directory, for what any user may do.
+class HostDirTest : public ::testing::Test {
  protected:
   void SetUp() override {
     char tmpl[] = "/tmp/crisp-host-XXXXXX";
@@ -36,20 +41,28 @@ class HostTest : public ::testing::Test {
     root_ = tmpl;
     ASSERT_EQ(chmod(root_.c_str(), 0755), 0);
   }
-  void TearDown() override { (void)!system(("umount -R -l " + root_ + "/* 2>/dev/null; rm -rf " + root_).c_str()); }
+  void TearDown() override {
+    if (!root_.empty()) (void)!system(("umount -R -l " + root_ + "/* 2>/dev/null; rm -rf " + root_).c_str());
+  }
   void write(const std::string& path, const std::string& text, mode_t mode) {
     std::ofstream(path) << text;
     ASSERT_EQ(chmod(path.c_str(), mode), 0);
-  }
-  static void need_root() {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root (credentials, mounts)";
   }
   std::string root_;
   crisp::UserCreds nobody_{kNobody, kNobody, {}};
 };
 
+// The same, for what needs root (credentials, mounts). Skipped in SetUp: a
+// GTEST_SKIP() in a helper the test calls returns from the helper alone.
+class HostTest : public HostDirTest {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (credentials, mounts)";
+    HostDirTest::SetUp();
+  }
+};
+
 TEST_F(HostTest, ReadAsUserSeesOnlyWhatTheUserMayRead) {
-  need_root();
   write(root_ + "/public", "for all", 0644);
   write(root_ + "/secret", "root only", 0600);
   auto pub = crisp::read_file_as_user(nobody_, root_ + "/public", 100);
@@ -65,7 +78,6 @@ TEST_F(HostTest, ReadAsUserSeesOnlyWhatTheUserMayRead) {
 }
 
 TEST_F(HostTest, ReadAsUserTakesRegularFilesOnlyAndIsBounded) {
-  need_root();
   write(root_ + "/big", std::string(101, 'x'), 0644);
   auto big = crisp::read_file_as_user(nobody_, root_ + "/big", 100);
   ASSERT_FALSE(big.ok());
@@ -84,7 +96,6 @@ TEST_F(HostTest, ReadAsUserTakesRegularFilesOnlyAndIsBounded) {
 // The user's uid is taken by a child process only: a thread of crispd that
 // carried it could be signalled by that user, which stops the whole daemon.
 TEST_F(HostTest, NoThreadOfTheCallerEverCarriesTheUsersIds) {
-  need_root();
   write(root_ + "/public", "x", 0644);
   std::atomic<bool> done{false};
   std::atomic<int> seen_non_root{0}, looks{0};
@@ -107,7 +118,6 @@ TEST_F(HostTest, NoThreadOfTheCallerEverCarriesTheUsersIds) {
 }
 
 TEST_F(HostTest, ResolveAsUserChecksEveryStepWithTheUsersRights) {
-  need_root();
   ASSERT_EQ(mkdir((root_ + "/open").c_str(), 0755), 0);
   ASSERT_EQ(mkdir((root_ + "/closed").c_str(), 0700), 0);
   ASSERT_EQ(mkdir((root_ + "/closed/inner").c_str(), 0777), 0);
@@ -131,7 +141,6 @@ TEST_F(HostTest, ResolveAsUserChecksEveryStepWithTheUsersRights) {
 // The attack of a swapped symlink: the user's link names their own directory
 // when it is checked, and another's when containerd would resolve it.
 TEST_F(HostTest, AStagedSourceKeepsWhatTheUserResolved) {
-  need_root();
   ASSERT_EQ(mkdir((root_ + "/mine").c_str(), 0755), 0);
   write(root_ + "/mine/file", "mine", 0644);
   ASSERT_EQ(mkdir((root_ + "/theirs").c_str(), 0700), 0);
@@ -159,30 +168,92 @@ TEST_F(HostTest, AStagedSourceKeepsWhatTheUserResolved) {
   EXPECT_NE(access(mounts.c_str(), F_OK), 0) << "directory and file mount points both go";
 }
 
-TEST(UserRootfs, TheContainersRootOverlayAndItsMounts) {
+TEST(UserRootfs, TheContainersLayersComeFromContainerdsSnapshot) {
   const std::string snaps = "/var/lib/crisp/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots";
-  std::string info =
-      "1200 1100 0:90 / / rw,relatime master:1 - overlay overlay rw,lowerdir=" + snaps + "/5/fs:" + snaps +
-      "/4/fs,upperdir=" + snaps + "/9/fs,workdir=" + snaps + "/9/work,index=off,xino=off,bogus=1\n"
-      "1201 1200 0:91 / /proc rw,nosuid - proc proc rw\n"
-      "1202 1200 0:92 / /dev rw,nosuid - tmpfs tmpfs rw,size=65536k\n"
-      "1203 1202 0:93 / /dev/pts rw - devpts devpts rw\n"
-      "1204 1200 8:1 /home/u /my\\040dir rw - ext4 /dev/sda1 rw\n"
-      "1205 1200 8:1 /home/u /my\\040dir rw - ext4 /dev/sda1 rw\n";
-  auto r = crisp::parse_root_overlay(info);
+  crisp::SnapshotMount m{"overlay", "overlay",
+                         {"index=off", "workdir=" + snaps + "/9/work", "upperdir=" + snaps + "/9/fs",
+                          "lowerdir=" + snaps + "/5/fs:" + snaps + "/4/fs", "xino=off", "bogus=1"}};
+  auto r = crisp::overlay_of_snapshot({m});
   ASSERT_TRUE(r.ok()) << r.error();
   EXPECT_EQ(r->snapshots, snaps);
   EXPECT_EQ(r->lower, (std::vector<std::string>{"5/fs", "4/fs"}));
   EXPECT_EQ(r->upper, "9/fs");
   EXPECT_EQ(r->options, "index=off,xino=off") << "containerd's choices kept, nothing unknown";
-  EXPECT_EQ(r->children, (std::vector<std::string>{"/proc", "/dev", "/my dir"})) << "the root's own, once each";
-  EXPECT_FALSE(crisp::parse_root_overlay("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n").ok()) << "not an overlay";
-  EXPECT_FALSE(crisp::parse_root_overlay("1 0 0:9 / / rw - overlay overlay rw,lowerdir=/a/1/fs:/a/2/fs\n").ok())
-      << "no upper layer";
-  EXPECT_FALSE(crisp::parse_root_overlay("1 0 0:9 / / rw - overlay overlay rw,lowerdir=/etc/x,upperdir=/a/s/9/fs,"
-                                         "workdir=/a/s/9/work\n").ok())
-      << "a layer outside the snapshots";
-  EXPECT_FALSE(crisp::parse_root_overlay("").ok());
+  auto with = [&](std::vector<std::string> options) {
+    return crisp::overlay_of_snapshot({{"overlay", "overlay", std::move(options)}});
+  };
+  EXPECT_FALSE(with({"lowerdir=/a/1/fs:/a/2/fs"}).ok()) << "no upper layer";
+  EXPECT_FALSE(with({"lowerdir=/etc/x", "upperdir=/a/s/9/fs", "workdir=/a/s/9/work"}).ok()) << "a layer outside the snapshots";
+  EXPECT_FALSE(with({"lowerdir=/a/s/1/fs", "upperdir=/a/s/9/fs", "workdir=/etc"}).ok()) << "a work dir outside them";
+  EXPECT_FALSE(with({"lowerdir=/a/s/../../etc", "upperdir=/a/s/9/fs", "workdir=/a/s/9/work"}).ok()) << "..";
+  EXPECT_FALSE(crisp::overlay_of_snapshot({m, m}).ok()) << "one mount only";
+  EXPECT_FALSE(crisp::overlay_of_snapshot({{"bind", snaps + "/4/fs", {"ro", "rbind"}}}).ok())
+      << "a container's root is never a bind";
+  EXPECT_FALSE(crisp::overlay_of_snapshot({}).ok());
+  // A view: lower layers alone, or the one layer of a one-layer image.
+  auto view = crisp::overlay_of_snapshot({{"overlay", "overlay", {"lowerdir=" + snaps + "/5/fs:" + snaps + "/4/fs"}}}, true);
+  ASSERT_TRUE(view.ok()) << view.error();
+  EXPECT_EQ(view->lower, (std::vector<std::string>{"5/fs", "4/fs"}));
+  auto one = crisp::overlay_of_snapshot({{"bind", snaps + "/4/fs", {"ro", "rbind"}}}, true);
+  ASSERT_TRUE(one.ok()) << one.error();
+  EXPECT_EQ(one->snapshots, snaps);
+  EXPECT_EQ(one->lower, (std::vector<std::string>{"4/fs"}));
+}
+
+TEST(UserRootfs, TheMountsOnTheContainersRoot) {
+  std::string info =
+      "1200 1100 0:90 / / rw,relatime master:1 - overlay overlay rw,lowerdir=/x/5/fs,upperdir=/x/9/fs,workdir=/x/9/work\n"
+      "1201 1200 0:91 / /proc rw,nosuid - proc proc rw\n"
+      "1202 1200 0:92 / /dev rw,nosuid - tmpfs tmpfs rw,size=65536k\n"
+      "1203 1202 0:93 / /dev/pts rw - devpts devpts rw\n"
+      "1204 1200 8:1 /home/u /my\\040dir rw - ext4 /dev/sda1 rw\n"
+      "1205 1200 8:1 /home/u /my\\040dir rw - ext4 /dev/sda1 rw\n";
+  auto r = crisp::root_children(info);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(*r, (std::vector<std::string>{"/proc", "/dev", "/my dir"})) << "the root's own, once each";
+  EXPECT_FALSE(crisp::root_children("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n").ok()) << "not an overlay";
+  EXPECT_FALSE(crisp::root_children("").ok());
+}
+
+TEST(UserRootfs, OnlyANamespaceRuncMadeIsUsed) {
+  // This process's own mount namespace is owned by the node's user namespace: accepted.
+  auto mine = crisp::runc_mount_ns(getpid());
+  EXPECT_TRUE(mine.ok()) << mine.error();
+  // A child that made a user and mount namespace of its own (any user may) is refused.
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    char c = unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 ? 1 : 0;
+    (void)!write(ready[1], &c, 1);
+    pause();
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  auto theirs = crisp::runc_mount_ns(pid);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+  ASSERT_EQ(c, 1) << "this kernel lets no one make a user namespace";
+  ASSERT_FALSE(theirs.ok());
+  EXPECT_EQ(theirs.error_kind(), crisp::ErrorKind::kRefused);
+}
+
+TEST(UserRootfs, TheSnapshotsDirectoryMustBeRootsAlone) {
+  char tmpl[] = "/tmp/crisp-snaps-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  EXPECT_EQ(crisp::check_snapshots_dir(dir).ok(), geteuid() == 0) << "0700, the caller's";
+  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
+  EXPECT_FALSE(crisp::check_snapshots_dir(dir).ok()) << "others may write in it";
+  ASSERT_EQ(chmod(dir.c_str(), 0700), 0);
+  ASSERT_EQ(symlink(dir.c_str(), (dir + "-link").c_str()), 0);
+  EXPECT_FALSE(crisp::check_snapshots_dir(dir + "-link").ok()) << "reached through a symlink";
+  unlink((dir + "-link").c_str());
+  rmdir(dir.c_str());
 }
 
 TEST(UserRootfs, TheIdmapSwapsRootAndTheUser) {
@@ -223,23 +294,26 @@ TEST(Squashfs, TheSuperblockTellsANonImageADamagedOneAndATruncatedOne) {
 }
 
 TEST(Squashfs, TheKernelMountsOnlyWhatNoUserCanHaveWritten) {
+  constexpr int64_t kExt4 = 0xEF53, kOverlay = 0x794c7630, kFuse = 0x65735546, kSquashfs = 0x73717368;
   struct stat st {};
   st.st_uid = 0;
   st.st_mode = S_IFREG | 0644;
-  EXPECT_TRUE(crisp::kernel_may_mount(st, false, false));
-  EXPECT_FALSE(crisp::kernel_may_mount(st, true, false)) << "an ACL may let a user write it";
+  EXPECT_TRUE(crisp::kernel_may_mount(st, false, kExt4, false));
+  EXPECT_FALSE(crisp::kernel_may_mount(st, true, kExt4, false)) << "an ACL may let a user write it";
+  EXPECT_FALSE(crisp::kernel_may_mount(st, false, kOverlay, false)) << "a container layer's file: a user's image";
+  EXPECT_FALSE(crisp::kernel_may_mount(st, false, kFuse, false)) << "a FUSE file's owner is what its server says";
+  EXPECT_FALSE(crisp::kernel_may_mount(st, false, kSquashfs, false)) << "a file inside an image";
   st.st_mode = S_IFREG | 0664;
-  EXPECT_FALSE(crisp::kernel_may_mount(st, false, false)) << "group-writable";
+  EXPECT_FALSE(crisp::kernel_may_mount(st, false, kExt4, false)) << "group-writable";
   st.st_mode = S_IFREG | 0646;
-  EXPECT_FALSE(crisp::kernel_may_mount(st, false, false)) << "world-writable";
+  EXPECT_FALSE(crisp::kernel_may_mount(st, false, kExt4, false)) << "world-writable";
   st.st_mode = S_IFREG | 0444;
   st.st_uid = 2001;
-  EXPECT_FALSE(crisp::kernel_may_mount(st, false, false)) << "a user's own, even read-only (they may chmod)";
-  EXPECT_TRUE(crisp::kernel_may_mount(st, false, true)) << "the admin trusts every owner";
+  EXPECT_FALSE(crisp::kernel_may_mount(st, false, kExt4, false)) << "a user's own, even read-only (they may chmod)";
+  EXPECT_TRUE(crisp::kernel_may_mount(st, false, kOverlay, true)) << "the admin trusts every owner";
 }
 
 TEST_F(HostTest, ASquashfsMountsReadsAndLeavesNoLoopDeviceBehind) {
-  need_root();
   std::string dir = root_ + "/sq";
   ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
   ASSERT_EQ(mkdir((dir + "/etc").c_str(), 0755), 0);
@@ -274,7 +348,6 @@ TEST_F(HostTest, ASquashfsMountsReadsAndLeavesNoLoopDeviceBehind) {
 }
 
 TEST_F(HostTest, AUsersImageIsReadAndExtractedWithTheirIdsAlone) {
-  need_root();
   std::string src = root_ + "/src", image = root_ + "/u.sqsh", into = root_ + "/into";
   ASSERT_EQ(mkdir(src.c_str(), 0755), 0);
   ASSERT_EQ(mkdir((src + "/etc").c_str(), 0755), 0);
@@ -316,7 +389,7 @@ TEST(UserFiles, PasswdAndGroupAsEnrootsShadowHookMakesThem) {
             "root:x:0:\nnogroup:x:65534:\nalice:x:2001:\nusers:x:100:\n");
 }
 
-TEST_F(HostTest, HomeComesFromThePasswordDatabase) {
+TEST_F(HostDirTest, HomeComesFromThePasswordDatabase) {
   auto home = crisp::home_of(0);
   ASSERT_TRUE(home.ok()) << home.error();
   EXPECT_EQ(*home, "/root");
@@ -326,7 +399,6 @@ TEST_F(HostTest, HomeComesFromThePasswordDatabase) {
 }
 
 TEST_F(HostTest, TmpfsMountsBelongToTheUserAreBoundedAndGoAway) {
-  need_root();
   std::string mounts = root_ + "/tmpfs/7.0";
   ASSERT_TRUE(crisp::make_mount_root(root_ + "/tmpfs", mounts).ok());
   for (size_t i = 0; i < 2; ++i) {
@@ -346,7 +418,6 @@ TEST_F(HostTest, TmpfsMountsBelongToTheUserAreBoundedAndGoAway) {
 }
 
 TEST_F(HostTest, HostArtifactsAreRemovedUnlessKept) {
-  need_root();
   std::string log = root_ + "/step.log";
   {
     crisp::HostArtifacts host;
@@ -370,7 +441,7 @@ TEST_F(HostTest, HostArtifactsAreRemovedUnlessKept) {
   crisp::remove_mount_root(root_ + "/tmpfs/9.0");
 }
 
-TEST_F(HostTest, HcaViewShowsOnlyTheChosen) {
+TEST_F(HostDirTest, HcaViewShowsOnlyTheChosen) {
   // The kernel's /sys/class/infiniband holds relative symlinks into /sys/devices.
   std::string cls = root_ + "/class-ib";
   ASSERT_EQ(mkdir(cls.c_str(), 0755), 0);
@@ -386,7 +457,7 @@ TEST_F(HostTest, HcaViewShowsOnlyTheChosen) {
   EXPECT_NE(access(view.c_str(), F_OK), 0);
 }
 
-TEST_F(HostTest, HolderEnvironmentIsReadFromProc) {
+TEST_F(HostDirTest, HolderEnvironmentIsReadFromProc) {
   auto env = crisp::holder_environment(getpid());
   ASSERT_TRUE(env.ok()) << env.error();
   bool has_path = false;
@@ -395,7 +466,7 @@ TEST_F(HostTest, HolderEnvironmentIsReadFromProc) {
   EXPECT_FALSE(crisp::holder_environment(0).ok());
 }
 
-TEST_F(HostTest, CriLogIsReadBoundedThenSilenced) {
+TEST_F(HostDirTest, CriLogIsReadBoundedThenSilenced) {
   std::string path = root_ + "/c.log";
   write(path, "2026-12-02T16:42:55.1Z stdout F one\n2026-12-02T16:42:55.2Z stderr F two\nnot a log line\n", 0600);
   EXPECT_EQ(crisp::CriLogTail(path, 1000, nullptr).messages(), "one\ntwo\n");
@@ -408,7 +479,7 @@ TEST_F(HostTest, CriLogIsReadBoundedThenSilenced) {
 
 // An entrypoint that floods its output: the file is rotated while the runtime
 // writes, and what is kept is the end of it, bounded.
-TEST_F(HostTest, CriLogTailRotatesAndKeepsTheEnd) {
+TEST_F(HostDirTest, CriLogTailRotatesAndKeepsTheEnd) {
   std::string path = root_ + "/flood.log";
   int reopened = 0;
   crisp::CriLogTail tail(path, 100, [&] {
@@ -446,6 +517,42 @@ TEST(CriLog, MessagesOfBothStreams) {
   EXPECT_EQ(m, "partial");
   EXPECT_FALSE(crisp::parse_cri_log_line("garbage", m));
   EXPECT_FALSE(crisp::parse_cri_log_line("t other F x", m));
+}
+
+}  // namespace
+
+namespace {
+
+TEST(WorkCgroup, V1HasAGroupInTheCpuAndMemoryHierarchies) {
+  crisp::WorkLimits limits{"crisp/squashfs", 1.5, 1ull << 30};
+  auto p = crisp::plan_work_cgroup("/sys/fs/cgroup", false, limits);
+  EXPECT_EQ(p.dirs, (std::vector<std::string>{"/sys/fs/cgroup/cpu/crisp", "/sys/fs/cgroup/cpu/crisp/squashfs",
+                                              "/sys/fs/cgroup/memory/crisp", "/sys/fs/cgroup/memory/crisp/squashfs"}));
+  ASSERT_EQ(p.writes.size(), 3u);
+  EXPECT_EQ(p.writes[1].file, "/sys/fs/cgroup/cpu/crisp/squashfs/cpu.cfs_quota_us");
+  EXPECT_EQ(p.writes[1].value, "150000") << "1.5 cores of a 100 ms period";
+  EXPECT_EQ(p.writes[2].file, "/sys/fs/cgroup/memory/crisp/squashfs/memory.limit_in_bytes");
+  EXPECT_EQ(p.writes[2].value, "1073741824");
+  EXPECT_EQ(p.procs, (std::vector<std::string>{"/sys/fs/cgroup/cpu/crisp/squashfs/cgroup.procs",
+                                               "/sys/fs/cgroup/memory/crisp/squashfs/cgroup.procs"}));
+}
+
+TEST(WorkCgroup, V2HandsTheControllersDownThenLimits) {
+  crisp::WorkLimits limits{"crisp/squashfs", 2, 512ull << 20};
+  auto p = crisp::plan_work_cgroup("/sys/fs/cgroup", true, limits);
+  EXPECT_EQ(p.dirs, (std::vector<std::string>{"/sys/fs/cgroup/crisp", "/sys/fs/cgroup/crisp/squashfs"}));
+  ASSERT_EQ(p.writes.size(), 4u);
+  EXPECT_EQ(p.writes[0].file, "/sys/fs/cgroup/cgroup.subtree_control");
+  EXPECT_EQ(p.writes[1].file, "/sys/fs/cgroup/crisp/cgroup.subtree_control");
+  EXPECT_EQ(p.writes[2].value, "200000 100000");
+  EXPECT_EQ(p.writes[3].file, "/sys/fs/cgroup/crisp/squashfs/memory.max");
+  EXPECT_EQ(p.procs, (std::vector<std::string>{"/sys/fs/cgroup/crisp/squashfs/cgroup.procs"}));
+}
+
+TEST(WorkCgroup, NoNameNoGroupAndNoWayUp) {
+  EXPECT_TRUE(crisp::plan_work_cgroup("/sys/fs/cgroup", false, {"", 1, 1ull << 30}).procs.empty());
+  auto p = crisp::plan_work_cgroup("/sys/fs/cgroup", true, {"../../etc/x", 1, 1ull << 30});
+  EXPECT_EQ(p.dirs, (std::vector<std::string>{"/sys/fs/cgroup/etc", "/sys/fs/cgroup/etc/x"})) << "'..' is dropped";
 }
 
 }  // namespace
