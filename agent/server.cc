@@ -105,10 +105,9 @@ void Server::serve(const std::atomic<bool>& stop) {
       continue;
     }
     const Peer peer{cred.pid, cred.uid, cred.gid};
-    if (!admit(peer)) {
+    if (auto admitted = admit(peer); !admitted) {
       // Short: the accept loop must not wait on a client that does not read.
-      (void)send(fd.get(), error_response("crispd has too many connections open (per user, or of all users): try again"),
-                 peer.pid, std::chrono::seconds(0));
+      (void)send(fd.get(), error_response(admitted.error()), peer.pid, std::chrono::seconds(0));
       continue;
     }
     active_++;
@@ -147,28 +146,35 @@ bool Server::may_log_user_noise() {
   return false;
 }
 
-bool Server::admit(const Peer& peer) {
+Status Server::admit(const Peer& peer) {
+  // What a refused client is told: which limit it hit, and whose (one user's, all users', root's).
+  auto too_many = [](const std::string& which) {
+    return fail("crispd has too many connections open: " + which + ": try again");
+  };
   std::lock_guard lock(slots_mu_);
   if (peer.uid == 0) {
     if (root_slots_ >= kMaxRoot) {
       metrics().refused(Refusal::kOverloaded);
-      return false;
+      return too_many("root holds its limit of " + std::to_string(kMaxRoot));
     }
     root_slots_++;
-    return true;
+    return Ok{};
   }
   int& mine = per_user_[peer.uid];
   if (mine >= kMaxPerUser || user_slots_ >= kMaxUsers) {
     metrics().refused(Refusal::kOverloaded);
     std::string counts = std::to_string(mine) + " of its own and " + std::to_string(user_slots_) + " of all users open";
+    std::string which = mine >= kMaxPerUser
+                            ? "uid " + std::to_string(peer.uid) + " holds the per-user limit of " + std::to_string(kMaxPerUser)
+                            : "all users together hold the node-wide limit of " + std::to_string(kMaxUsers);
     if (mine == 0) per_user_.erase(peer.uid);
     if (may_log_user_noise())
       log_warn("refused a connection of uid " + std::to_string(peer.uid) + " (pid " + std::to_string(peer.pid) + "): " + counts);
-    return false;
+    return too_many(which);
   }
   mine++;
   user_slots_++;
-  return true;
+  return Ok{};
 }
 
 void Server::leave(const Peer& peer) {

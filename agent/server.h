@@ -49,7 +49,7 @@ class Server {
 
  private:
   // Takes a connection slot for peer, or says why there is none.
-  bool admit(const Peer& peer);
+  Status admit(const Peer& peer);
   // What a user can make happen at will is logged at most 20 lines in 10 s; the rest counted.
   bool may_log_user_noise();
   void leave(const Peer& peer);

@@ -113,6 +113,8 @@ Status StepManager::attach_spare(const v1::CreateStepRequest& req, const Plan& p
   for (const cri::Mount& m : diff->mounts) a.mounts.push_back({m.host_path(), m.container_path(), m.readonly()});
   for (const cri::Device& d : diff->devices) a.devices.push_back({d.host_path(), d.container_path()});
   if (spare.rootfs_given) a.root_owner = std::make_pair(req.uid(), req.gid());
+  // Attached as root into runc's namespace only, never one the user's holder made.
+  if (auto ns = runc_mount_ns(spare.holder_pid); !ns) return ns.take_error();
   return settings_.attach(a);
 }
 

@@ -22,6 +22,8 @@ if [[ -S $CONTAINERD_SOCK ]]; then
     done
   done
 fi
+# crisp's cgroup for imports and saves (crispd --squashfs-cgroup), empty once crispd is gone.
+rmdir /sys/fs/cgroup/{cpu,memory}/crisp/squashfs /sys/fs/cgroup/{cpu,memory}/crisp 2>/dev/null || true
 say "stopping containerd and the registry"
 stop_daemon "$RUN/containerd.pid"
 stop_daemon "$RUN/registry.pid"

@@ -30,6 +30,8 @@
 #endif
 
 enum { kNet = 1, kIpc = 2, kUts = 4 };
+/* crispd's word that the container's root is the user's (its default action: ignored). */
+enum { kRootGiven = SIGURG };
 
 static int loopback_up(void) {
   struct ifreq ifr;
@@ -67,14 +69,16 @@ int main(int argc, char **argv) {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, kRootGiven);
   if (sigprocmask(SIG_BLOCK, &set, NULL) != 0) return 1;
   int sfd = signalfd(-1, &set, SFD_CLOEXEC);
   if (sfd < 0) return 1;
 
   /* A container's holder is the user's process until crispd has given it its
-   * root: undumpable, the user's other processes cannot ptrace it into making
-   * namespaces of its own (crispd refuses those too, user_rootfs.h). A session
-   * keeper is root in the user's own user namespace: nothing to guard there. */
+   * root: undumpable till then (crispd's SIGURG, from root alone, ends that), the
+   * user's other processes cannot ptrace it into making namespaces of its own
+   * (crispd refuses those too, user_rootfs.h). A session keeper is root in the
+   * user's own user namespace: nothing to guard there. */
   if (!(argc == 5 && strcmp(argv[2], "session") == 0) && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return 1;
   if (argc == 5 && strcmp(argv[2], "session") == 0) {
     int msg[2] = {session(strtoul(argv[3], NULL, 10), argv[4]), errno};
@@ -93,6 +97,11 @@ int main(int argc, char **argv) {
   for (;;) {
     int n = poll(fds, 2, -1);
     if (n < 0 && errno == EINTR) continue;
-    return n < 0 ? 1 : 0;
+    if (n < 0) return 1;
+    if (fds[1].revents) return 0; /* slurmstepd exited */
+    struct signalfd_siginfo si;
+    if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si) return 1;
+    if (si.ssi_signo != kRootGiven) return 0;
+    if (si.ssi_uid == 0) (void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
   }
 }

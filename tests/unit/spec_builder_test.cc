@@ -159,6 +159,13 @@ TEST(ImageInfo, ImageWithoutConfigIsEmpty) {
   EXPECT_TRUE(c->env.empty());
 }
 
+TEST(ImageInfo, TheChainIdNamesTheLayersSnapshot) {
+  auto c = crisp::parse_image_info({{"info", R"({"chainID":"sha256:abc","imageSpec":{}})"}});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->chain_id, "sha256:abc");
+  EXPECT_TRUE(crisp::parse_image_info({{"info", R"({"chainID":7})"}})->chain_id.empty()) << "not a string";
+}
+
 TEST(ImageInfo, Malformed) {
   EXPECT_FALSE(crisp::parse_image_info({}).ok());
   EXPECT_FALSE(crisp::parse_image_info({{"info", "not json"}}).ok());
