@@ -97,8 +97,11 @@ test_malformed_credentials_answered_with_a_line() {
 
 # Hole 6: a user holding a thousand connections, and sending a huge frame header.
 refusals_logged() { grep -c "refused a connection of uid $(id -u "$TEST_USER")" "$LOGS/crispd.log"; }
+# crispd_connections: how many connections crispd holds open on its socket, of all users (its ends, in ss).
+crispd_connections() { ss -xpH src "$CRISPD_SOCK" | grep -c "pid=$(crispd_pid),"; }
+crispd_connections_at_most() { (($(crispd_connections) <= $1)); }
 test_connection_flood_does_not_starve_steps() {
-  local pid refusals; pid=$(crispd_pid) refusals=$(refusals_logged)
+  local pid refusals open0; pid=$(crispd_pid) refusals=$(refusals_logged) open0=$(crispd_connections)
   as_user python3 - "$CRISPD_SOCK" crisp-it-flood >/tmp/crisp-it.flood 2>&1 <<'EOF' &
 import socket, struct, sys, time
 big = socket.socket(socket.AF_UNIX)
@@ -117,18 +120,25 @@ time.sleep(20)
 EOF
   local flood=$!
   wait_until 20 grep -q held /tmp/crisp-it.flood
+  local flooding; flooding=$(crispd_connections)
+  expect "crispd holds the flood's connections, as ss shows ($flooding, $open0 before)" equals "$((flooding >= 16))" 1
   local t0=$SECONDS
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" echo served
   expect "a containerized step runs meanwhile" equals "$OUT" served
   expect "promptly ($((SECONDS - t0)) s)" equals "$((SECONDS - t0 < 15))" 1
   run as_user "${CRISPCTL[@]}" ps
-  expect "the flooding user is refused, with a line" contains "$OUT$ERR" "too many connections"
+  expect "the flooding user is refused, with a line naming the limit and the user" contains "$OUT$ERR" \
+    "crisp: crispd has too many connections open: uid $(id -u "$TEST_USER") holds the per-user limit of 16: try again"
   pkill -u "$TEST_USER" -f crisp-it-flood; wait "$flood" 2>/dev/null
   expect "the same crispd runs on" crispd_alive "$pid"
   local logged=$(( $(refusals_logged) - refusals ))
   expect "it says why it refused, in a few lines, not a thousand ($logged)" equals "$((logged >= 1 && logged <= 45))" 1
   expect "and the huge frame" grep -q "exceeds the limit of 65536" "$LOGS/crispd.log"
   expect "the user is served again once it lets go" wait_until 15 as_user "${CRISPCTL[@]}" ps >/dev/null 2>&1
+  # crispd as the test found it: the next test's steps must not meet the flood's last connections.
+  wait_until 20 crispd_connections_at_most "$open0"
+  expect "its connections are gone from crispd within 20 s ($(crispd_connections) open, $open0 before)" \
+    crispd_connections_at_most "$open0"
 }
 
 # Hole 8: an entrypoint that floods its output (100 MB), then leaves a process
@@ -212,10 +222,14 @@ test_private_image_needs_the_users_own_credentials() {
 # (stepd.slurm.pmix.JOB.STEP) in a directory of theirs, next to a pmix.JOB.STEP
 # directory of their making; only slurmstepd's own socket may say where it is.
 test_forged_pmix_socket_is_not_followed() {
-  local next=$(( $(last_job) + 1 ))
+  local name=crisp-it-pmix-$RANDOM node; node=$(hostname -s)
+  # The job first, so that the forged sockets name its first step (JOB.0) before it starts.
+  as_user salloc --no-shell -J "$name" -w "$node" -n2 >/dev/null 2>&1
+  local job; job=$(last_job_named "$name")
+  is_job_id "$job" || return
   rm -rf /tmp/crisp-it-evil
   # Many directories, so that one of the forged sockets is listed before the real one.
-  as_user python3 - "$next" >/dev/null <<'EOF2' &
+  as_user python3 - "$job" >/dev/null <<'EOF2' &
 import os, socket, sys, time
 job = int(sys.argv[1])
 held = []
@@ -231,11 +245,14 @@ print("bound", flush=True)
 time.sleep(30)
 EOF2
   local binder=$!
-  wait_until 20 test -S "/tmp/crisp-it-evil/d149/stepd.slurm.pmix.$next.0"
-  run as_user "${SRUN[@]}" -w "$(hostname -s)" --mpi=pmix -n2 --container-image="$TEST_IMAGE" \
-    sh -c 'ls -d "$PMIX_SERVER_TMPDIR" >/dev/null && echo ok-$PMIX_RANK; ls -R /tmp/crisp-it-evil 2>/dev/null'
+  wait_until 20 test -S "/tmp/crisp-it-evil/d149/stepd.slurm.pmix.$job.0"
+  run as_user "${SRUN[@]}" --jobid "$job" --mpi=pmix -n2 --container-image="$TEST_IMAGE" \
+    sh -c 'echo "step-$SLURM_JOB_ID.$SLURM_STEP_ID"; ls -d "$PMIX_SERVER_TMPDIR" >/dev/null && echo ok-$PMIX_RANK
+      ls -R /tmp/crisp-it-evil 2>/dev/null'
   pkill -u "$TEST_USER" -f "crisp-it-evil" 2>/dev/null; kill "$binder" 2>/dev/null; wait "$binder" 2>/dev/null
-  expect "it ran as job $next, which the forged sockets name" equals "$(last_job)" "$next"
+  scancel "$job"
+  wait_until 30 job_finished "$job"
+  expect "it ran as step $job.0, which the forged sockets name" contains "$OUT" "step-$job.0"
   expect "the step's own PMIx directory reaches every task" equals "$(grep ok- <<<"$OUT" | sort)" $'ok-0\nok-1'
   expect "the forged one is not mounted" lacks "$OUT" forged
   rm -rf /tmp/crisp-it-evil

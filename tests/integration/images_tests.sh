@@ -61,9 +61,9 @@ test_long_cold_pull_trips_no_slurm_timeout() {
 }
 
 test_missing_image_fails_fast() {
-  local t0=$SECONDS
-  run as_user "${SRUN[@]}" --container-image="$REGISTRY/crisp-test/does-not-exist:1" true
-  local job; job=$(last_job)
+  local t0=$SECONDS name=crisp-it-missing-$RANDOM
+  run as_user "${SRUN[@]}" -J "$name" --container-image="$REGISTRY/crisp-test/does-not-exist:1" true
+  local job; job=$(last_job_named "$name")
   expect "within 10 s" equals "$((SECONDS - t0 < 10))" 1
   expect_crisp_error "missing image" "crisp: image $REGISTRY/crisp-test/does-not-exist:1 was not found in its registry"
   expect "nothing left in containerd" equals "$(cri_objects "$job")" 0

@@ -37,32 +37,49 @@ contains() { [[ $1 == *"$2"* ]]; }
 lacks() { [[ $1 != *"$2"* ]]; }
 equals() { [[ $1 == "$2" ]]; }
 
+# is_job_id ID: whether ID is a job id; if not, the test fails, loudly. An empty id (a job
+# never found) would pass every "nothing of job ID left" check: ctr and grep find nothing of it.
+is_job_id() {
+  [[ $1 =~ ^[1-9][0-9]*$ ]] && return 0
+  local why="${FUNCNAME[1]}: '$1' is not a job id (was the job found?)"
+  # Once, though a wait_until asks again and again.
+  [[ " ${FAILS[*]} " == *" $why "* ]] || { FAILS+=("$why"); echo "$why" >&2; }
+  return 1
+}
+
 # cri_objects JOB: containers of JOB in containerd, read with ctr (not crispd's API): those
 # labelled with the job, and the spares its steps claimed (crispd's claim records).
 cri_objects() {
+  is_job_id "$1" || { echo "none: no job id"; return 1; }
   local n id; n=$("${CTR[@]}" containers ls -q "labels.\"crisp.slurm/job\"==$1" | wc -l)
   for id in $(grep -lx "job=$1" /run/crisp/claims/* 2>/dev/null | xargs -r -n1 basename); do
     "${CTR[@]}" containers info "$id" >/dev/null 2>&1 && n=$((n + 1))
   done
   echo "$n"
 }
-no_cri_objects() { [[ $(cri_objects "$1") == 0 ]]; }
+no_cri_objects() { is_job_id "$1" && [[ $(cri_objects "$1") == 0 ]]; }
 user_sleep_runs() { pgrep -u "$TEST_USER" -x sleep >/dev/null; }
 no_user_sleep() { ! user_sleep_runs; }
 # running_job NAME: waits for the running job named NAME (srun -J) and its running
 # step container, and prints the job id. Names, not "the first running job": an
 # earlier job's container lingers a moment after its srun, and stale jobs may exist.
 named_job() { squeue -h -t R -n "$1" -o %i | head -1; }
+# jobs_named NAME: the ids of the jobs named NAME (srun/sbatch/salloc -J), in any state, while
+# slurmctld keeps them (MinJobAge: 300 s after their end); fails if squeue does, so that "no
+# job of that name" is never read from a slurmctld that did not answer. Names a test gives
+# its jobs, unique to the run ($RANDOM), not "the newest job": any other job may be newer.
+jobs_named() { local ids; ids=$(squeue -h -t all -n "$1" -o %i) && sort -n <<<"$ids" | sed '/^$/d'; }
+last_job_named() { jobs_named "$1" | tail -1; }
+no_job_named() { local ids; ids=$(jobs_named "$1") && [[ -z $ids ]]; }
 # Outputs are captured before grep -q, which stops early (SIGPIPE fails a pipefail pipe).
-step_running() { grep -q CONTAINER_RUNNING <<<"$("${CRISPCTL[@]}" ps --job "$1")"; }
+step_running() { is_job_id "$1" && grep -q CONTAINER_RUNNING <<<"$("${CRISPCTL[@]}" ps --job "$1")"; }
 running_job() {
   local job=
   for _ in $(seq 300); do job=$(named_job "$1"); [[ -n $job ]] && break; sleep 0.1; done
   [[ -n $job ]] && wait_until 30 step_running "$job" && echo "$job"
 }
-last_job() { scontrol show jobs -o 2>/dev/null | grep -o 'JobId=[0-9]*' | cut -d= -f2 | sort -n | tail -1; }
 stat_of() { "${CRISPCTL[@]}" stats | awk -v k="$1" '$1 == k {print $2}'; }
-job_finished() { grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT)' <<<"$(scontrol show job "$1" 2>/dev/null)"; }
+job_finished() { is_job_id "$1" && grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT)' <<<"$(scontrol show job "$1" 2>/dev/null)"; }
 # settle: no job is completing, so new jobs start at once (Slurm defers them meanwhile).
 no_completing_job() { [[ -z $(squeue -h -t CG) ]]; }
 settle() { wait_until 30 no_completing_job; }

@@ -13,9 +13,10 @@ user_holders() { pgrep -u "$TEST_USER" -f '^/\.crisp/holder' | grep -vxF -f <(un
 # The job ends (its epilog returns) once none of its processes is left; containerd's own
 # stop and removal (70 ms a container) follow it, so the node's next job need not wait.
 test_nothing_left_after_a_job() {
+  local name=crisp-it-nothing-left-$RANDOM
   local before; before=$(user_holders)  # the user's global named containers, kept
-  run as_user "${SRUN[@]}" -n2 --container-image="$TEST_IMAGE" sleep 1
-  local job; job=$(last_job)
+  run as_user "${SRUN[@]}" -J "$name" -n2 --container-image="$TEST_IMAGE" sleep 1
+  local job; job=$(last_job_named "$name")
   expect "srun succeeds" equals "$RC" 0
   expect "the job completes" wait_until 30 job_finished "$job"
   expect "no holder of the job's is left when the job has ended" equals "$(user_holders)" "$before"
@@ -78,9 +79,9 @@ test_crispd_down_times_out_with_a_message() {
 test_hung_crispd_times_out_with_a_message() {
   settle  # a job epilog under way would wait on the stopped crispd too
   kill -STOP "$(cat "$RUN/crispd.pid")"
-  local t0=$SECONDS
-  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" true
-  local job; job=$(last_job)
+  local t0=$SECONDS name=crisp-it-hung-$RANDOM
+  run as_user "${SRUN[@]}" -J "$name" --container-image="$TEST_IMAGE" true
+  local job; job=$(last_job_named "$name")
   expect "after the idle timeout, not the pull timeout" equals "$((SECONDS - t0 < 40))" 1
   expect_crisp_error "crispd hung" "did not answer within 15 s: is it hung?"
   kill -CONT "$(cat "$RUN/crispd.pid")"

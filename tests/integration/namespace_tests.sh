@@ -76,10 +76,10 @@ test_unshare_net_ipc_uts() {
 }
 
 test_unshare_refuses_unknown_namespaces_before_allocation() {
-  local last; last=$(last_job)
-  run as_user "${SRUN[@]}" --container-unshare=net,foo --container-image="$TEST_IMAGE" true
+  local name=crisp-it-unshare-foo-$RANDOM
+  run as_user "${SRUN[@]}" -J "$name" --container-unshare=net,foo --container-image="$TEST_IMAGE" true
   expect_crisp_error "--container-unshare=net,foo" "unknown namespace 'foo'"
-  expect "no job was allocated" equals "$(last_job)" "$last"
+  expect "no job was allocated" no_job_named "$name"
   run env PYXIS_CONTAINER_UNSHARE=net runuser -u "$TEST_USER" -- "${SRUN[@]}" --container-image="$TEST_IMAGE" \
     readlink /proc/self/ns/net
   expect "PYXIS_CONTAINER_UNSHARE=net gives a network namespace" contains "$OUT" "net:["

@@ -46,10 +46,11 @@ test_prolog_pulls_the_jobs_image() {
 test_scancel_during_a_slow_pull_ends_the_job() {
   local tag=cancel-$RANDOM$RANDOM
   trickle "$tag" 64 1000000
-  as_user "${SRUN[@]}" --container-image="127.0.0.1:5001/crisp-test/busybox:$tag" true >/tmp/crisp-it.cancel 2>&1 &
+  as_user "${SRUN[@]}" -J "crisp-it-$tag" --container-image="127.0.0.1:5001/crisp-test/busybox:$tag" true \
+    >/tmp/crisp-it.cancel 2>&1 &
   local srun=$!
   wait_until 15 grep -q "crisp: pulling" /tmp/crisp-it.cancel
-  local job t0; job=$(last_job); t0=$SECONDS
+  local job t0; job=$(last_job_named "crisp-it-$tag"); t0=$SECONDS
   scancel "$job"
   wait_until 30 job_finished "$job"
   local took=$((SECONDS - t0))
@@ -82,11 +83,12 @@ test_progress_lines_for_a_slow_pull_only() {
 test_stalled_registry_fails_within_the_stall_limit() {
   local tag=stall-$RANDOM$RANDOM stalled0; stalled0=$(stat_of pulls_stalled)
   trickle "$tag" 64 1000000
-  as_user "${SRUN[@]}" --container-image="127.0.0.1:5001/crisp-test/busybox:$tag" true >/tmp/crisp-it.stall 2>&1 &
+  as_user "${SRUN[@]}" -J "crisp-it-$tag" --container-image="127.0.0.1:5001/crisp-test/busybox:$tag" true \
+    >/tmp/crisp-it.stall 2>&1 &
   local srun=$!
   wait_until 15 grep -q "crisp: pulling" /tmp/crisp-it.stall
   kill -STOP "$SLOW_PROXY"
-  local t0=$SECONDS job; job=$(last_job)
+  local t0=$SECONDS job; job=$(last_job_named "crisp-it-$tag")
   wait "$srun"
   local rc=$? took=$((SECONDS - t0))
   stop_proxy
@@ -132,13 +134,14 @@ test_registry_errors_each_get_their_line() {
   printf 'server = "https://127.0.0.1:5443"\n[host."https://127.0.0.1:5443"]\n  capabilities = ["pull", "resolve"]\n' \
     >/etc/crisp/containerd/certs.d/tls.crisp.test/hosts.toml
   wait_until 10 curl -sf -o /dev/null http://127.0.0.1:5004/v2/
-  local img reg=127.0.0.1:5004 log0; log0=$(wc -l <"$LOGS/crispd.log")
+  local img reg=127.0.0.1:5004 log0 name; log0=$(wc -l <"$LOGS/crispd.log")
   for img in "$reg/401/x:1" "$reg/403/x:1" "$reg/404/x:1" "$reg/429/x:1" tls.crisp.test/x:1 no-such-registry.invalid/x:1; do
-    run as_user "${SRUN[@]}" --container-image="$img" true
+    name=crisp-it-registry-error-$RANDOM
+    run as_user "${SRUN[@]}" -J "$name" --container-image="$img" true
     ERRORS[$img]=$ERR
     # Progress lines aside (a 429 is tried again after a pause).
     expect "$img: one crisp line" one_crisp_line "$(grep -v '^crisp: pulling ' <<<"$ERR")"
-    expect "$img: nothing in the CRI" equals "$(cri_objects "$(last_job)")" 0
+    expect "$img: nothing in the CRI" equals "$(cri_objects "$(last_job_named "$name")")" 0
   done
   expect_line() { expect "$1" contains "${ERRORS[$1]}" "crisp: $2"; }
   expect_line "$reg/401/x:1" "the registry $reg refused access to image $reg/401/x:1 (401 Unauthorized): put credentials"

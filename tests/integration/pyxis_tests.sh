@@ -68,10 +68,10 @@ test_writable_and_readonly() {
   expect "--container-writable: the root filesystem takes writes" equals "$OUT" x
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-readonly sh -c 'echo x > /tmp/w'
   expect "--container-readonly: it does not" contains "$ERR" "Read-only file system"
-  local before; before=$(last_job)
-  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-writable --container-readonly true
+  local name=crisp-it-conflict-$RANDOM
+  run as_user "${SRUN[@]}" -J "$name" --container-image="$TEST_IMAGE" --container-writable --container-readonly true
   expect_crisp_error "both" "crisp: --container-writable and --container-readonly conflict"
-  expect "rejected before allocation" equals "$(last_job)" "$before"
+  expect "rejected before allocation" no_job_named "$name"
 }
 
 test_mount_home() {
@@ -84,15 +84,17 @@ test_mount_home() {
   rm -f "/home/$TEST_USER/crisp-home-marker"
 }
 
+# no_tmpfs_of JOB: no tmpfs of any step of JOB is left (crispd's /run/crisp/tmpfs/JOB.STEP).
+no_tmpfs_of() { is_job_id "$1" && ! compgen -G "/run/crisp/tmpfs/$1.*" >/dev/null; }
 test_tmpfs_and_relative_mounts() {
+  local name=crisp-it-tmpfs-$RANDOM
   as_user mkdir -p "$WORK/sub" && echo relative-data | as_user tee "$WORK/sub/f" >/dev/null
-  run as_user "${SRUN[@]}" -J crisp-it-tmpfs --container-image="$TEST_IMAGE" --container-mounts=tmpfs:/scratch,./sub:/sub:ro \
+  run as_user "${SRUN[@]}" -J "$name" --container-image="$TEST_IMAGE" --container-mounts=tmpfs:/scratch,./sub:/sub:ro \
     sh -c 'grep " /scratch " /proc/mounts | cut -d" " -f1,3; echo t > /scratch/f && cat /scratch/f; cat /sub/f'
   expect "a tmpfs at /scratch" contains "$OUT" "tmpfs tmpfs"
   expect "the user writes it" contains "$OUT" $'\nt\n'
   expect "./sub is the job directory's" contains "$OUT" relative-data
-  local job; job=$(last_job)
-  expect "the tmpfs goes with the step" wait_until 20 bash -c "! ls /run/crisp/tmpfs 2>/dev/null | grep -q '^$job\\.'"
+  expect "the tmpfs goes with the step" wait_until 20 no_tmpfs_of "$(last_job_named "$name")"
 }
 
 test_entrypoint() {
@@ -122,29 +124,30 @@ test_environment_variables() {
   expect "CRISP_CONTAINER_WORKDIR applies" contains "$OUT" $'\n/etc'
   run as_user env PYXIS_CONTAINER_IMAGE="$DEBIAN_IMAGE" "${SRUN[@]}" --container-image="$TEST_IMAGE" grep -c ^ID=crisp-busybox /etc/os-release
   expect "the command line wins" equals "$OUT" 1
-  local before; before=$(last_job)
-  run as_user env PYXIS_CONTAINER_IMAGE="$TEST_IMAGE" PYXIS_CONTAINER_WRITABLE=maybe "${SRUN[@]}" true
+  local name=crisp-it-bad-variable-$RANDOM
+  run as_user env PYXIS_CONTAINER_IMAGE="$TEST_IMAGE" PYXIS_CONTAINER_WRITABLE=maybe "${SRUN[@]}" -J "$name" true
   expect_crisp_error "bad variable" "crisp: PYXIS_CONTAINER_WRITABLE='maybe' must be 1 or 0"
-  expect "rejected before allocation" equals "$(last_job)" "$before"
+  expect "rejected before allocation" no_job_named "$name"
 }
 
 test_unsupported_and_malformed_options() {
-  local before; before=$(last_job)
-  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-save=/tmp/ true
+  local name=crisp-it-bad-options-$RANDOM
+  local named_srun=("${SRUN[@]}" -J "$name")
+  run as_user "${named_srun[@]}" --container-image="$TEST_IMAGE" --container-save=/tmp/ true
   expect_crisp_error "--container-save to a directory" "crisp: invalid --container-save '/tmp/': it must name a file"
-  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-name='bad/name' true
+  run as_user "${named_srun[@]}" --container-image="$TEST_IMAGE" --container-name='bad/name' true
   expect_crisp_error "bad name" "crisp: invalid --container-name 'bad/name'"
-  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-name=x:sometimes true
+  run as_user "${named_srun[@]}" --container-image="$TEST_IMAGE" --container-name=x:sometimes true
   expect_crisp_error "bad mode" "unknown mode 'sometimes'"
-  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-entrypoint-log true
+  run as_user "${named_srun[@]}" --container-image="$TEST_IMAGE" --container-entrypoint-log true
   expect_crisp_error "log without entrypoint" "crisp: --container-entrypoint-log needs the entrypoint to run"
-  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=tmpfs true
+  run as_user "${named_srun[@]}" --container-image="$TEST_IMAGE" --container-mounts=tmpfs true
   expect_crisp_error "tmpfs without target" "a tmpfs needs a destination"
-  run as_user "${SRUN[@]}" --container-mounts=/tmp:/tmp true
+  run as_user "${named_srun[@]}" --container-mounts=/tmp:/tmp true
   expect "an option without an image is ignored with a message" contains "$ERR" \
     "crisp: --container-mounts is ignored without --container-image"
   expect "... and the step runs on the host" equals "$RC" 0
-  expect "only the last srun was allocated" equals "$(last_job)" "$((before + 1))"
+  expect "only the last srun was allocated" equals "$(jobs_named "$name" | wc -l)" 1
 }
 
 test_plugstack_arguments() {

@@ -2,14 +2,15 @@
 # Sourced by run.sh.
 
 test_malformed_input_rejected_before_allocation() {
-  local before; before=$(last_job)
-  run as_user "${SRUN[@]}" --container-image='UPPER/Case::x' true
+  local name=crisp-it-malformed-$RANDOM
+  local named_srun=("${SRUN[@]}" -J "$name")
+  run as_user "${named_srun[@]}" --container-image='UPPER/Case::x' true
   expect_crisp_error "bad image" "crisp: invalid image reference 'UPPER/Case::x'"
-  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=/tmp:relative true
+  run as_user "${named_srun[@]}" --container-image="$TEST_IMAGE" --container-mounts=/tmp:relative true
   expect_crisp_error "bad mount" "crisp: invalid --container-mounts entry '/tmp:relative'"
-  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=/a:/b:bogus true
+  run as_user "${named_srun[@]}" --container-image="$TEST_IMAGE" --container-mounts=/a:/b:bogus true
   expect_crisp_error "bad flag" "unknown flag 'bogus'"
-  expect "no job was allocated" equals "$(last_job)" "$before"
+  expect "no job was allocated" no_job_named "$name"
   expect "srun never asked for resources" lacks "$ERR" "allocated resources"
 }
 
@@ -18,8 +19,9 @@ test_inaccessible_mount_source() {
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=/var/tmp/crisp-it/secret:/s cat /s/file
   expect "the secret stays secret" lacks "$OUT" "top-secret"
   expect "reading it is denied inside" contains "$ERR" "Permission denied"
-  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=/var/tmp/crisp-it/secret/file:/s cat /s
-  local job; job=$(last_job)
+  local name=crisp-it-unreachable-$RANDOM
+  run as_user "${SRUN[@]}" -J "$name" --container-image="$TEST_IMAGE" --container-mounts=/var/tmp/crisp-it/secret/file:/s cat /s
+  local job; job=$(last_job_named "$name")
   expect "a source behind it is not even reached" lacks "$OUT" "top-secret"
   expect_crisp_error "unreachable source" "crisp: mount source /var/tmp/crisp-it/secret/file: Permission denied"
   expect "nothing left in containerd" equals "$(cri_objects "$job")" 0

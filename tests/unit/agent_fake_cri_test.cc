@@ -3,11 +3,13 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -42,6 +44,22 @@ double sample(const crisp::Metrics& metrics, const std::string& name, const std:
   return -1;
 }
 
+// Whether pred comes true within 10 s (polled every millisecond).
+template <class Pred>
+bool within_10s(Pred pred) {
+  for (auto end = std::chrono::steady_clock::now() + 10s; !pred(); std::this_thread::sleep_for(1ms))
+    if (std::chrono::steady_clock::now() > end) return false;
+  return true;
+}
+
+// Whether thread tid of this process sleeps in futex(2), that is, on a lock: the threads
+// that a test watches so do nothing else that sleeps (a sleep_for is nanosleep).
+bool waits_on_a_lock(pid_t tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/syscall");
+  long nr = -1;
+  return f >> nr && nr == SYS_futex;
+}
+
 bool matches(const google::protobuf::Map<std::string, std::string>& labels,
              const google::protobuf::Map<std::string, std::string>& selector) {
   for (const auto& [k, v] : selector) {
@@ -60,7 +78,8 @@ class FakeCri final : public cri::RuntimeService::Service, public cri::ImageServ
   std::atomic<int> pulls{0};
   std::chrono::milliseconds pull_delay{0};
   std::chrono::milliseconds start_delay{0};
-  std::atomic<int> list_delay_ms{0};
+  // Called as a ListContainers begins, out of mu: a test parks a caller there. Set while no call is under way.
+  std::function<void()> on_list;
   std::atomic<int> starting{0}, most_starting{0};
   bool fail_start = false;
   bool fail_create = false;
@@ -147,7 +166,7 @@ class FakeCri final : public cri::RuntimeService::Service, public cri::ImageServ
   }
   grpc::Status ListContainers(grpc::ServerContext*, const cri::ListContainersRequest* req,
                               cri::ListContainersResponse* resp) override {
-    std::this_thread::sleep_for(std::chrono::milliseconds(list_delay_ms.load()));
+    if (on_list) on_list();
     std::lock_guard l(mu);
     for (const auto& [id, c] : containers)
       if (matches(c.labels(), req->filter().label_selector()) &&
@@ -584,25 +603,41 @@ namespace {
 // A job's mutex leaves the map at the job's end, but not while another thread
 // waits on it: that thread and a newcomer would each hold "the" job's lock.
 TEST_F(AgentTest, AJobsLockOutlivesItsEndWhileAThreadWaitsOnIt) {
-  fake_.list_delay_ms = 200;
+  // release_job(5) holds job 5's lock, parked in its listing of the job's containers.
+  std::atomic<bool> listing{false}, release_may_go{false};
+  fake_.on_list = [&] {
+    listing = true;
+    while (!release_may_go) std::this_thread::sleep_for(1ms);
+  };
   std::thread release([&] { (void)steps_->release_job(5); });
-  std::this_thread::sleep_for(50ms);  // the release holds job 5's lock
-  std::atomic<bool> waiter_in{false};
+  bool release_held = within_10s([&] { return listing.load(); });
+  const pid_t newcomer = gettid();  // this thread, once the waiter holds the lock
+  std::atomic<pid_t> waiter_tid{0};
+  std::atomic<bool> waiter_held{false}, waiter_in{false}, newcomer_trying{false}, newcomer_in{false};
   std::thread waiter([&] {
+    waiter_tid = gettid();
     auto l = steps_->lock_job(5);
-    waiter_in = true;
-    std::this_thread::sleep_for(300ms);
+    waiter_held = waiter_in = true;
+    // Kept until the newcomer waits on the same lock (or, wrongly, holds one of its own).
+    within_10s([&] { return newcomer_in || (newcomer_trying && waits_on_a_lock(newcomer)); });
     waiter_in = false;
   });
-  release.join();
-  fake_.list_delay_ms = 0;
-  std::this_thread::sleep_for(50ms);  // the waiter has it now
+  bool waiter_waited = within_10s([&] { return waiter_tid != 0 && waits_on_a_lock(waiter_tid); });
+  release_may_go = true;
+  release.join();  // its end forgets job 5's lock, unless a thread waits on it
+  within_10s([&] { return waiter_held.load(); });
   bool overlap = false;
+  newcomer_trying = true;  // from here it does nothing but take the lock (a join also waits in futex)
   {
     auto l = steps_->lock_job(5);
+    newcomer_in = true;
     overlap = waiter_in;
   }
   waiter.join();
+  fake_.on_list = nullptr;
+  EXPECT_TRUE(release_held) << "release_job(5) never listed the job's containers";
+  EXPECT_TRUE(waiter_waited) << "the waiter was not seen waiting on job 5's lock while release_job held it";
+  EXPECT_TRUE(waiter_held) << "the waiter never held job 5's lock";
   EXPECT_FALSE(overlap) << "a newcomer took job 5's lock while the waiter held it";
 }
 
