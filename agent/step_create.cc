@@ -655,8 +655,6 @@ Status StepManager::give_rootfs(const v1::CreateStepRequest& req, Plan& plan) {
   if (auto tz = read_text("/etc/localtime", 1u << 20)) r.localtime = *tz;
   Status given = settings_.give_rootfs(r);
   plan.rootfs_given = given.ok();
-  // The holder, undumpable until now (crisp-holder.c), may be joined by the step's tasks.
-  if (kill(plan.pid, SIGURG) != 0 && errno != ESRCH) log_warn("cannot signal the holder: " + errno_text(errno));
   // A squashfs image exists only in the new root: without it the container would run the sandbox's.
   if (!given && (plan.image_root || plan.image_to_extract)) return fail("cannot make the squashfs image the container's root: " + given.error());
   if (!given && given.error_kind() == ErrorKind::kUnsupported) {

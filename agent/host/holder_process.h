@@ -2,6 +2,7 @@
 // ended at once when its job or step is over, before containerd's slower stop.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 #include "common/fd.h"
@@ -12,6 +13,12 @@ namespace crisp {
 // A pidfd of pid, if pid is still the process that started at start_time (not
 // one that reused its number).
 Result<Fd> open_process(int pid, uint64_t start_time);
+
+// Tells a holder its root is the user's (SIGURG, crisp-holder.c): it leaves the
+// undumpable state it started in, so the step's tasks may join it; returns once
+// it has (its /proc entry is the user's again), or an error after timeout.
+// uid 0's holder (root's job) needs no word: Ok at once.
+Status release_holder(int pid, uint32_t uid, std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
 // SIGKILL through the pidfd, then waits (up to 5 s) until the process has exited.
 void end_process(int pidfd);

@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "agent/host/child_steps.h"
+#include "agent/host/holder_process.h"
 #include "agent/host/squashfs_tools.h"
 #include "common/fd.h"
 #include "common/files.h"
@@ -388,7 +389,9 @@ Result<Fd> swapping_userns(uint32_t uid, uint32_t gid) {
   return mine;
 }
 
-Status give_rootfs_to_user(const RootfsRequest& req) {
+namespace {
+
+Status make_rootfs_users(const RootfsRequest& req) {
   const int pid = req.pid;
   const std::string& stage = req.stage;
   auto root = overlay_of_snapshot(req.snapshot);
@@ -440,6 +443,15 @@ Status give_rootfs_to_user(const RootfsRequest& req) {
                 "cannot give the container's files to its user: " + std::string(kSteps[answer->step]) + ": " +
                     errno_text(answer->err));
   return Ok{};
+}
+
+}  // namespace
+
+Status give_rootfs_to_user(const RootfsRequest& req) {
+  Status made = make_rootfs_users(req);
+  // Whatever came of it, the holder, undumpable until now (crisp-holder.c), is the tasks' to join.
+  Status released = release_holder(req.pid, req.user.uid);
+  return made ? released : made;
 }
 
 }  // namespace crisp

@@ -86,6 +86,8 @@ struct RootfsRequest {
 // user_files.h describes, as the user's. An error of kind kUnsupported: this
 // node cannot (containerd's root is not an overlay of snapshots, or their
 // filesystem takes no idmap); the container is left as containerd made it.
+// Then, whatever came of it, the holder leaves its undumpable start
+// (holder_process.h: release_holder), for the step's tasks to join it.
 Status give_rootfs_to_user(const RootfsRequest& req);
 
 }  // namespace crisp
