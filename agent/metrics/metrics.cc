@@ -20,6 +20,9 @@ const Histogram::BucketBoundaries kPullBuckets = {0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 // Where a setup can fail (StepManager's phases), shown at 0 before any does.
 constexpr const char* kFailurePhases[] = {"join",   "image",  "paths",  "devices",    "host",    "sandbox",
                                           "create", "start",  "holder", "rootfs", "entrypoint", "session"};
+// What the sweep removes (reconcile.cc, step_spares.cc), shown at 0 before it removes any.
+constexpr const char* kSweepCauses[] = {"exited",        "job_over",       "idle_sandbox",
+                                        "spare_expired", "spare_orphaned", "spare_stray"};
 
 template <class Builder>
 auto& family(Builder builder, const char* name, const char* help, prometheus::Registry& registry) {
@@ -97,6 +100,7 @@ Metrics::Metrics()
     setup_seconds_.Add({{"kind", kind_label(kind)}}, kSetupBuckets);
   for (const char* phase : kFailurePhases) setup_failures_.Add({{"phase", phase}});
   for (const char* reason : {"not_root", "overloaded", "bad_input"}) refused_.Add({{"reason", reason}});
+  for (const char* cause : kSweepCauses) swept_.Add({{"cause", cause}});
   for (const char* result : {"ok", "failed"}) pull_seconds_.Add({{"result", result}}, kPullBuckets);
   present({}, 0);
 }
