@@ -31,7 +31,7 @@ PACKAGES=(
   libgrpc++-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev googletest libgtest-dev libcurl4-openssl-dev libslurm-dev
   slurmctld slurmd slurm-client munge containerd runc docker-registry skopeo umoci busybox-static debootstrap
   procps psmisc curl python3 iproute2 util-linux debhelper lintian rpm libpmix-dev libopenmpi-dev libmpich-dev
-  clang libclang-rt-14-dev libseccomp-dev dpkg-dev squashfs-tools nginx-light prometheus-cpp-dev prometheus
+  clang libseccomp-dev dpkg-dev squashfs-tools nginx-light prometheus-cpp-dev prometheus
 )
 
 source "$CRISP_SRC/dev/node2.sh"
@@ -40,11 +40,28 @@ source "$CRISP_SRC/dev/fake_gpus.sh"
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf 'dev: %s\n' "$*" >&2; exit 1; }
 
+# The Debian archive this machine's apt uses (its sources, deb822 or one-line): debootstrap's mirror.
+debian_mirror() {
+  local uri
+  uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '/^URIs:/ {print $2}' | grep -v -- '-security' | head -1)
+  [[ -n $uri ]] || uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+    awk '$1 == "deb" && $2 !~ /^\[/ {print $2} $1 == "deb" && $2 ~ /^\[/ {print $3}' | grep -v -- '-security' | head -1)
+  [[ -n $uri ]] || die "no Debian archive in this machine's apt sources"
+  echo "$uri"
+}
+
 need_root() { [[ $(id -u) == 0 ]] || die "run as root (it installs packages and starts daemons)"; }
+
+# clang's runtime (LeakSanitizer, libFuzzer) is named after the release's clang (14 in bookworm).
+clang_runtime_package() {
+  local v
+  v=$(apt-cache depends clang 2>/dev/null | grep -oE 'clang-[0-9]+' | head -1)
+  echo "libclang-rt-${v#clang-}-dev"
+}
 
 install_packages() {
   local missing=()
-  for p in "${PACKAGES[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
+  for p in "${PACKAGES[@]}" "$(clang_runtime_package)"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
   ((${#missing[@]} == 0)) && return 0
   say "installing ${missing[*]}"
   apt-get update -qq

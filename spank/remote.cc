@@ -177,7 +177,7 @@ int remote_task_init_privileged(spank_t sp) {
   if (seam::local_task_id(sp) == 0 && !st.container.attached()) {
     SlurmLevel level = st.opts.name.empty() ? SlurmLevel::kStep
                        : plugin_state().config.global_scope ? SlurmLevel::kUser : SlurmLevel::kJob;
-    if (auto s = adopt_container_processes(st.container.holder_pid(), level); !s)
+    if (auto s = adopt_container_processes(st.container.holder_pid(), level, st.step.job_id); !s)
       return fail_task(sp, "cannot put the container in the job's cgroups: " + s.error());
   }
   Fd tree_fd;

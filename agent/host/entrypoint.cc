@@ -61,7 +61,7 @@ std::vector<Fd> holder_cgroups(int holder_pid) {
   auto text = read_text("/proc/" + std::to_string(holder_pid) + "/cgroup", 1u << 16);
   if (!text) return out;
   for (const CgroupOf& c : parse_proc_cgroup(*text)) {
-    std::string dir = c.controllers.empty() ? "/sys/fs/cgroup" : hierarchy_dir(c.controllers);
+    std::string dir = c.controllers.empty() ? unified_dir() : hierarchy_dir(c.controllers);
     if (Fd procs(open((dir + c.path + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC)); procs) out.push_back(std::move(procs));
   }
   return out;

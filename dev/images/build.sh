@@ -138,7 +138,7 @@ say "building crisp-test/debian (debootstrap minbase, cached in $STATE)"
 cache=$STATE/debian-bullseye-rootfs.tar
 if [[ ! -f $cache ]]; then
   mkdir -p "$STATE"
-  debootstrap --variant=minbase bullseye "$work/deb" http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1 ||
+  debootstrap --variant=minbase bullseye "$work/deb" "$(debian_mirror)" >"$work/debootstrap.log" 2>&1 ||
     { tail -20 "$work/debootstrap.log"; die "debootstrap failed"; }
   rm -rf "$work/deb"/var/cache/apt/archives/*.deb "$work/deb"/var/lib/apt/lists/*
   tar -C "$work/deb" -cf "$cache.tmp" . && mv "$cache.tmp" "$cache"
@@ -185,7 +185,7 @@ fi
 say "building crisp-test/mpi (debootstrap minbase with OpenMPI and MPICH, cached in $STATE)"
 cache=$STATE/debian-bookworm-mpi-rootfs.tar
 if [[ ! -f $cache ]]; then
-  debootstrap --variant=minbase --include=libopenmpi3,libmpich12 bookworm "$work/mpi" http://deb.debian.org/debian \
+  debootstrap --variant=minbase --include=libopenmpi3,libmpich12 bookworm "$work/mpi" "$(debian_mirror)" \
     >"$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log"; die "debootstrap failed"; }
   rm -rf "$work/mpi"/var/cache/apt/archives/*.deb "$work/mpi"/var/lib/apt/lists/*
   tar -C "$work/mpi" -cf "$cache.tmp" . && mv "$cache.tmp" "$cache"

@@ -158,22 +158,91 @@ TEST(LogLevel, Names) {
 
 namespace {
 
-TEST(Cgroups, SlurmsTreeCutAtTheContainersLevel) {
-  auto lines = crisp::parse_proc_cgroup(
-      "6:freezer:/slurm_vm/uid_5/job_7/step_0\n4:memory:/slurm_vm/uid_5/job_7/step_0/task_1\n1:name=systemd:/init.scope\n0::/\n");
-  ASSERT_EQ(lines.size(), 4u);
-  EXPECT_EQ(lines[1].controllers, "memory");
-  EXPECT_EQ(lines[3].controllers, "") << "the v2 line";
-  const std::string task = lines[1].path;
-  EXPECT_EQ(crisp::slurm_cgroup_at(task, crisp::SlurmLevel::kStep), "/slurm_vm/uid_5/job_7/step_0");
-  EXPECT_EQ(crisp::slurm_cgroup_at(task, crisp::SlurmLevel::kJob), "/slurm_vm/uid_5/job_7");
-  EXPECT_EQ(crisp::slurm_cgroup_at(task, crisp::SlurmLevel::kUser), "/slurm_vm/uid_5");
-  EXPECT_EQ(crisp::slurm_cgroup_at("/slurm/uid_5/job_7/step_batch", crisp::SlurmLevel::kStep), "/slurm/uid_5/job_7/step_batch");
-  EXPECT_FALSE(crisp::slurm_cgroup_at("/k8s.io/abc", crisp::SlurmLevel::kJob)) << "containerd's: not Slurm's";
+crisp::SlurmCgroup placed(const std::string& line) {
+  auto lines = crisp::parse_proc_cgroup(line);
+  EXPECT_EQ(lines.size(), 1u) << line;
+  auto c = lines.empty() ? std::nullopt : crisp::slurm_cgroup_of(lines[0]);
+  EXPECT_TRUE(c) << line;
+  return c.value_or(crisp::SlurmCgroup{});
+}
+
+std::string target(const crisp::SlurmCgroup& c, crisp::SlurmLevel level) {
+  return crisp::adoption_target(c, level, 7).value_or("none");
+}
+
+// Recorded on the dev clusters: Slurm 22.05 (bookworm), 24.11 (trixie) and 26.05 (sid),
+// cgroup/v1, a task's /proc/self/cgroup.
+TEST(Cgroups, V1TaskOfEachRelease) {
+  for (const char* line : {"4:memory:/slurm_vm/uid_5/job_7/step_0/task_1", "5:memory:/slurm_trixie/uid_5/job_7/step_0/task_1",
+                           "9:memory:/slurm_sid/uid_5/job_7/step_0/task_1"}) {
+    crisp::SlurmCgroup c = placed(line);
+    std::string node = crisp::parse_proc_cgroup(line)[0].path.substr(0, crisp::parse_proc_cgroup(line)[0].path.find("/uid_"));
+    EXPECT_FALSE(c.v2);
+    EXPECT_EQ(target(c, crisp::SlurmLevel::kStep), node + "/uid_5/job_7/step_0") << line;
+    EXPECT_EQ(target(c, crisp::SlurmLevel::kJob), node + "/uid_5/job_7") << line;
+    EXPECT_EQ(target(c, crisp::SlurmLevel::kUser), node + "/uid_5") << line;
+  }
+  // slurmstepd itself, in the freezer's step directory; the batch step.
+  EXPECT_EQ(target(placed("6:freezer:/slurm_vm/uid_5/job_7/step_0"), crisp::SlurmLevel::kStep), "/slurm_vm/uid_5/job_7/step_0");
+  EXPECT_EQ(target(placed("3:cpuset:/slurm/uid_5/job_7/step_batch"), crisp::SlurmLevel::kJob), "/slurm/uid_5/job_7");
+}
+
+// cgroup/v2 as Slurm's cgroup_v2 plugin lays it out (src/plugins/cgroup/v2): 24.11 names the
+// job's directory job_J; 26.05 by the job's unique id unless CgroupJobIdPaths=yes; a site's
+// CgroupSlice; several slurmd on a node prefix the scope with the node's name.
+TEST(Cgroups, V2TaskOfEachLayout) {
+  struct Case { const char* line; const char* job; };
+  for (Case k : {Case{"0::/system.slice/slurmstepd.scope/job_7/step_0/user/task_1", "/system.slice/slurmstepd.scope/job_7"},
+                 Case{"0::/system.slice/slurmstepd.scope/s5JDM92NCKF500/step_0/user/task_1", "/system.slice/slurmstepd.scope/s5JDM92NCKF500"},
+                 Case{"0::/slurm.slice/slurm-jobs.slice/n1_slurmstepd.scope/job_7/step_batch/user/task_0", "/slurm.slice/slurm-jobs.slice/n1_slurmstepd.scope/job_7"}}) {
+    crisp::SlurmCgroup c = placed(k.line);
+    EXPECT_TRUE(c.v2);
+    EXPECT_EQ(c.job, k.job);
+    EXPECT_EQ(target(c, crisp::SlurmLevel::kStep), crisp::parse_proc_cgroup(k.line)[0].path) << "the task's own leaf";
+    EXPECT_EQ(target(c, crisp::SlurmLevel::kJob), std::string(k.job) + "/crisp_job_7") << "crisp's leaf in the job's";
+    EXPECT_EQ(target(c, crisp::SlurmLevel::kUser), "none") << "v2 has no user level";
+  }
+  // slurmstepd's own cgroup: its step is the directory above.
+  EXPECT_EQ(placed("0::/system.slice/slurmstepd.scope/job_7/step_3/slurm").step, "/system.slice/slurmstepd.scope/job_7/step_3");
+}
+
+TEST(Cgroups, OutsideSlurmsTreeNothingIsSlurms) {
+  for (const char* line : {"0::/", "0::/system.slice/slurmstepd.scope/system", "0::/system.slice/slurmd.service",
+                           "4:memory:/k8s.io/abc", "4:memory:/slurm_vm/uid_5", "1:name=systemd:/init.scope",
+                           "4:memory:/process_api/286079114080084441e3317568eb8276"}) {
+    auto lines = crisp::parse_proc_cgroup(line);
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_FALSE(crisp::slurm_cgroup_of(lines[0])) << line;
+  }
+  auto lines = crisp::parse_proc_cgroup("6:freezer:/slurm_vm/uid_5/job_7/step_0\n1:name=systemd:/init.scope\n0::/\n");
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[1].controllers, "name=systemd");
+  EXPECT_EQ(lines[2].controllers, "") << "the v2 line";
   EXPECT_EQ(crisp::hierarchy_dir("memory"), "/sys/fs/cgroup/memory");
   EXPECT_EQ(crisp::hierarchy_dir("name=systemd"), "/sys/fs/cgroup/systemd");
-  EXPECT_TRUE(crisp::adopt_container_processes(getpid(), crisp::SlurmLevel::kStep).ok())
+  EXPECT_TRUE(crisp::adopt_container_processes(getpid(), crisp::SlurmLevel::kStep, 7).ok())
       << "outside Slurm's cgroups: nothing to do";
+}
+
+// What crispd empties when a named container goes: v1's job (or user) directories, v2's crisp leaf.
+TEST(Cgroups, AdoptedDirectoriesOfAJobInEachLayout) {
+  char tmpl[] = "/tmp/crisp-cgroups-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string root = tmpl;
+  // A hybrid machine (v2 at unified/), as this one.
+  for (const char* d : {"/memory/slurm_vm/uid_5/job_7", "/cpuset/slurm_vm/uid_5/job_8",
+                        "/unified/system.slice/slurmstepd.scope/s5JDM92NCKF500/crisp_job_7",
+                        "/unified/system.slice/slurmstepd.scope/job_8/crisp_job_8"})
+    ASSERT_EQ(std::system(("mkdir -p " + root + d).c_str()), 0);
+  auto dirs = crisp::slurm_cgroup_dirs(5, 7, root);
+  std::sort(dirs.begin(), dirs.end());
+  EXPECT_EQ(dirs, (std::vector<std::string>{root + "/memory/slurm_vm/uid_5/job_7",
+                                            root + "/unified/system.slice/slurmstepd.scope/s5JDM92NCKF500/crisp_job_7"}));
+  EXPECT_EQ(crisp::slurm_cgroup_dirs(5, 0, root).size(), 2u) << "the user's: v1's uid_5 in memory and cpuset";
+  EXPECT_EQ(crisp::unified_dir(root), root + "/unified");
+  std::ofstream(root + "/cgroup.controllers") << "cpu memory\n";
+  EXPECT_EQ(crisp::unified_dir(root), root) << "a cgroup v2 machine";
+  (void)!system(("rm -rf " + root).c_str());
 }
 
 }  // namespace

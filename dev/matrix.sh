@@ -1,0 +1,116 @@
+#!/bin/bash
+# crisp's dev cluster on a newer Debian: trixie (Slurm 24.11, containerd 1.7) or sid
+# (Slurm 26.05, containerd 2.1), inside a root filesystem of that release, beside
+# bookworm's cluster (dev/up.sh), built there with that release's compiler and packages.
+#   dev/matrix.sh SUITE root        make the root (debootstrap, crisp's packages); kept for reuse
+#   dev/matrix.sh SUITE up          enter it and run dev/up.sh there (the same two nodes, crispd,
+#                                   containerd, registries, test images)
+#   dev/matrix.sh SUITE run CMD...  CMD in the running cluster's namespaces, from this source tree
+#   dev/matrix.sh SUITE down        stop that cluster and leave its namespaces
+# The root is entered with unshare and pivot_root, not chroot (a chroot refuses user
+# namespaces, which remapped root and runc need). It has namespaces of its own: mounts,
+# network (the same loopback addresses and ports as bookworm's cluster, apart), UTS (node 1 is
+# named after the suite) and cgroup: each cgroup v1 hierarchy is mounted anew inside, rooted at
+# a cgroup of its own (/sys/fs/cgroup/H/crisp-matrix-SUITE on the host), so its Slurm and
+# containerd write only there (Slurm 26.05's cgroup/v1 writes the memory limit of the cgroup
+# it starts in: never one of this machine's own).
+source "$(dirname "$0")/lib.sh"
+need_root
+
+SUITE=${1:-}
+COMMAND=${2:-}
+case $SUITE in trixie | sid) ;; *) die "usage: dev/matrix.sh trixie|sid root|up|run CMD...|down" ;; esac
+shift 2 || true
+MATRIX_DIR=${CRISP_MATRIX_DIR:-/var/lib/crisp-matrix}
+ROOT=$MATRIX_DIR/$SUITE
+ANCHOR=/run/crisp-matrix/$SUITE.pid
+CGROUP=crisp-matrix-$SUITE
+# Inside, dev/ builds into its own directory and names its nodes after the suite.
+INSIDE_ENV=(BUILD_DIR="$CRISP_SRC/build-$SUITE" SANITIZED_BUILD_DIR="$CRISP_SRC/build-$SUITE-sanitized"
+  CRISP_NODE2="$SUITE-n2" PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root)
+
+# in_chroot CMD...: for apt only (package scripts need no user namespace).
+in_chroot() {
+  unshare -m --propagation private -- bash -c '
+    root=$1; src=$2; shift 2
+    mount -t proc proc "$root/proc" && mount --rbind /sys "$root/sys" && mount --rbind /dev "$root/dev" &&
+      mkdir -p "$root$src" && mount --bind "$src" "$root$src" && cp /etc/resolv.conf "$root/etc/resolv.conf" &&
+      exec chroot "$root" "$@"' _ "$ROOT" "$CRISP_SRC" env "${INSIDE_ENV[@]}" "$@"
+}
+
+make_root() {
+  if [[ -x $ROOT/usr/bin/apt-get ]]; then
+    say "crisp's packages in $ROOT"
+  else
+    say "making a $SUITE root in $ROOT (debootstrap)"
+    rm -rf "$ROOT.partial" && mkdir -p "$MATRIX_DIR"
+    debootstrap --variant=minbase "$SUITE" "$ROOT.partial" "$(debian_mirror)" >"$MATRIX_DIR/$SUITE-debootstrap.log" 2>&1 ||
+      { tail -20 "$MATRIX_DIR/$SUITE-debootstrap.log"; die "debootstrap of $SUITE failed"; }
+    # The archive's Release files for these suites are past their valid-until date.
+    echo 'Acquire::Check-Valid-Until "false";' >"$ROOT.partial/etc/apt/apt.conf.d/99crisp"
+    # Packages must not start their daemons: the cluster starts its own.
+    printf '#!/bin/sh\nexit 101\n' >"$ROOT.partial/usr/sbin/policy-rc.d" && chmod 755 "$ROOT.partial/usr/sbin/policy-rc.d"
+    mv "$ROOT.partial" "$ROOT"
+  fi
+  in_chroot bash -c "source '$CRISP_SRC/dev/lib.sh'; install_packages" || die "installing crisp's packages in $ROOT failed"
+}
+
+anchor_pid() { [[ -f $ANCHOR ]] && kill -0 "$(cat "$ANCHOR")" 2>/dev/null && cat "$ANCHOR"; }
+
+# A process that holds the root's namespaces; every later command enters them.
+enter_root() {
+  anchor_pid >/dev/null && return 0
+  local h
+  for h in $(cgroup_v1_hierarchies); do mkdir -p "/sys/fs/cgroup/$h/$CGROUP"; done
+  mkdir -p "$(dirname "$ANCHOR")"
+  # shellcheck disable=SC2016
+  setsid bash -c '
+    for h in $3; do echo $$ >"/sys/fs/cgroup/$h/$4/cgroup.procs" || exit 1; done
+    exec unshare --mount --net --uts --cgroup --propagation private -- bash "$1/dev/matrix_root.sh" "$2" "$1" "$5" $3
+  ' _ "$CRISP_SRC" "$ROOT" "$(cgroup_v1_hierarchies | tr '\n' ' ')" "$CGROUP" "$SUITE" \
+    >"$MATRIX_DIR/$SUITE-anchor.log" 2>&1 </dev/null &
+  echo $! >"$ANCHOR"
+  wait_for "the $SUITE root's namespaces" 30 nsenter -t "$(cat "$ANCHOR")" -m -- test -e /.crisp-entered
+}
+
+# The v1 hierarchies this machine mounts (cpu, memory, ..., systemd for name=systemd).
+cgroup_v1_hierarchies() {
+  awk '$3 == "cgroup" {n = split($2, p, "/"); print p[n]}' /proc/mounts
+}
+
+in_root() {
+  local pid
+  pid=$(anchor_pid) || die "the $SUITE cluster's namespaces are not there: dev/matrix.sh $SUITE up"
+  nsenter -t "$pid" -m -n -u -C -- env -C "$CRISP_SRC" "${INSIDE_ENV[@]}" "$@"
+}
+
+leave_root() {
+  local pid h
+  pid=$(anchor_pid) || return 0
+  in_root "$CRISP_SRC/dev/down.sh" || true
+  # What is left in the root's cgroup (shims, holders) goes with it.
+  for h in $(cgroup_v1_hierarchies); do kill_tree_in "/sys/fs/cgroup/$h/$CGROUP"; done
+  kill "$pid" 2>/dev/null || true
+  rm -f "$ANCHOR"
+  for h in $(cgroup_v1_hierarchies); do
+    find "/sys/fs/cgroup/$h/$CGROUP" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  done
+}
+
+# kill_tree_in DIR: every process in a cgroup and its children.
+kill_tree_in() {
+  [[ -d $1 ]] || return 0
+  find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+}
+
+case $COMMAND in
+  root) make_root ;;
+  up)
+    make_root
+    enter_root
+    in_root "$CRISP_SRC/dev/up.sh" "$@"
+    ;;
+  run) in_root "$@" ;;
+  down) leave_root ;;
+  *) die "usage: dev/matrix.sh $SUITE root|up|run CMD...|down" ;;
+esac
