@@ -5,6 +5,10 @@
 #   dev/matrix.sh SUITE root        make the root (debootstrap, crisp's packages); kept for reuse
 #   dev/matrix.sh SUITE up          enter it and run dev/up.sh there (the same two nodes, crispd,
 #                                   containerd, registries, test images)
+#   dev/matrix.sh SUITE build       make the root and build crisp there (nice: beside other work)
+#   dev/matrix.sh SUITE test [NAME...]
+#                                   the unit tests, the plugin's options in srun --help, and the
+#                                   integration tests (all, or NAME...); ends "N passed, N failed"
 #   dev/matrix.sh SUITE run CMD...  CMD in the running cluster's namespaces, from this source tree
 #   dev/matrix.sh SUITE down        stop that cluster and leave its namespaces
 # The root is entered with unshare and pivot_root, not chroot (a chroot refuses user
@@ -19,6 +23,7 @@ need_root
 
 SUITE=${1:-}
 COMMAND=${2:-}
+if [[ $COMMAND == test-inside && ! -e /run/crisp-entered ]]; then die "test-inside runs in the root (dev/matrix.sh $SUITE test)"; fi
 case $SUITE in trixie | sid) ;; *) die "usage: dev/matrix.sh trixie|sid root|up|run CMD...|down" ;; esac
 shift 2 || true
 MATRIX_DIR=${CRISP_MATRIX_DIR:-/var/lib/crisp-matrix}
@@ -55,22 +60,26 @@ make_root() {
   in_chroot bash -c "source '$CRISP_SRC/dev/lib.sh'; install_packages" || die "installing crisp's packages in $ROOT failed"
 }
 
-anchor_pid() { [[ -f $ANCHOR ]] && kill -0 "$(cat "$ANCHOR")" 2>/dev/null && cat "$ANCHOR"; }
+# The root's first process (pid 1 of its pid namespace), child of the unshare whose pid $ANCHOR holds.
+anchor_pid() { [[ -f $ANCHOR ]] && pgrep -P "$(cat "$ANCHOR")" | head -1 | grep .; }
 
 # A process that holds the root's namespaces; every later command enters them.
 enter_root() {
   anchor_pid >/dev/null && return 0
   local h
   for h in $(cgroup_v1_hierarchies); do mkdir -p "/sys/fs/cgroup/$h/$CGROUP"; done
+  # A cpuset takes no process before it has CPUs and memory nodes: the machine's.
+  local f
+  for f in cpuset.cpus cpuset.mems; do cat "/sys/fs/cgroup/cpuset/$f" >"/sys/fs/cgroup/cpuset/$CGROUP/$f"; done
   mkdir -p "$(dirname "$ANCHOR")"
   # shellcheck disable=SC2016
   setsid bash -c '
     for h in $3; do echo $$ >"/sys/fs/cgroup/$h/$4/cgroup.procs" || exit 1; done
-    exec unshare --mount --net --uts --cgroup --propagation private -- bash "$1/dev/matrix_root.sh" "$2" "$1" "$5" $3
+    exec unshare --mount --net --uts --cgroup --pid --fork --propagation private -- bash "$1/dev/matrix_root.sh" "$2" "$1" "$5" $3
   ' _ "$CRISP_SRC" "$ROOT" "$(cgroup_v1_hierarchies | tr '\n' ' ')" "$CGROUP" "$SUITE" \
     >"$MATRIX_DIR/$SUITE-anchor.log" 2>&1 </dev/null &
   echo $! >"$ANCHOR"
-  wait_for "the $SUITE root's namespaces" 30 nsenter -t "$(cat "$ANCHOR")" -m -- test -e /.crisp-entered
+  wait_for "the $SUITE root's namespaces" 30 bash -c "pid=\$(pgrep -P $(cat "$ANCHOR")) && nsenter -t \$pid -m -- test -e /run/crisp-entered"
 }
 
 # The v1 hierarchies this machine mounts (cpu, memory, ..., systemd for name=systemd).
@@ -78,35 +87,70 @@ cgroup_v1_hierarchies() {
   awk '$3 == "cgroup" {n = split($2, p, "/"); print p[n]}' /proc/mounts
 }
 
+# in_root CMD...: CMD in the root's namespaces and in its cgroup (entering a cgroup namespace
+# moves no process: what CMD starts, Slurm's daemons among them, must start in the root's).
 in_root() {
   local pid
   pid=$(anchor_pid) || die "the $SUITE cluster's namespaces are not there: dev/matrix.sh $SUITE up"
-  nsenter -t "$pid" -m -n -u -C -- env -C "$CRISP_SRC" "${INSIDE_ENV[@]}" "$@"
+  # shellcheck disable=SC2016
+  bash -c 'for h in $1; do echo $$ >"/sys/fs/cgroup/$h/$2/cgroup.procs" || exit 1; done; shift 2; exec "$@"' _ \
+    "$(cgroup_v1_hierarchies | tr '\n' ' ')" "$CGROUP" \
+    nsenter -t "$pid" -m -n -u -C -p -- env -C "$CRISP_SRC" "${INSIDE_ENV[@]}" "$@"
 }
 
 leave_root() {
   local pid h
   pid=$(anchor_pid) || return 0
   in_root "$CRISP_SRC/dev/down.sh" || true
-  # What is left in the root's cgroup (shims, holders) goes with it.
-  for h in $(cgroup_v1_hierarchies); do kill_tree_in "/sys/fs/cgroup/$h/$CGROUP"; done
-  kill "$pid" 2>/dev/null || true
+  # The end of its pid 1 ends every process of the root (shims, holders).
+  kill -9 "$pid" 2>/dev/null || true
+  wait_for "the $SUITE root's processes to end" 20 bash -c "! cat /sys/fs/cgroup/pids/$CGROUP/cgroup.procs | grep -q ."
   rm -f "$ANCHOR"
   for h in $(cgroup_v1_hierarchies); do
     find "/sys/fs/cgroup/$h/$CGROUP" -depth -type d -exec rmdir {} + 2>/dev/null || true
   done
 }
 
-# kill_tree_in DIR: every process in a cgroup and its children.
-kill_tree_in() {
-  [[ -d $1 ]] || return 0
-  find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+# Run inside the root: what a site on that release would check first, then the cluster's tests.
+test_inside() {
+  local pass=0 fail=0 t name line
+  for t in "$BUILD_DIR"/tests/*_test; do
+    name=$(basename "$t")
+    if line=$("$t" --gtest_brief=1 2>&1 | tail -1) && [[ $line != *FAILED* ]]; then
+      pass=$((pass + 1)); printf 'ok     %-32s (%s)\n' "$name" "$line"
+    else
+      fail=$((fail + 1)); printf 'FAILED %-32s (%s)\n' "$name" "$line"
+    fi
+  done
+  if srun --help 2>&1 | grep -q -- '--container-image'; then
+    pass=$((pass + 1)); echo "ok     plugin_options_in_srun_help"
+  else
+    fail=$((fail + 1)); echo "FAILED plugin_options_in_srun_help"
+  fi
+  line=$("$CRISP_SRC/tests/integration/run.sh" "$@" | tee /dev/stderr | tail -1)
+  [[ $line =~ ^integration:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]] || line="integration: 0 passed, 1 failed"
+  [[ $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]
+  pass=$((pass + BASH_REMATCH[1])) fail=$((fail + BASH_REMATCH[2]))
+  echo "$SUITE: $pass passed, $fail failed"
+  ((fail == 0))
 }
 
 case $COMMAND in
   root) make_root ;;
+  build)
+    make_root
+    in_chroot nice -n 19 bash -c "source '$CRISP_SRC/dev/lib.sh'; build_and_install >/dev/null"
+    ;;
+  test) in_root "$CRISP_SRC/dev/matrix.sh" "$SUITE" test-inside "$@" ;;
+  test-inside) test_inside "$@" ;;
   up)
     make_root
+    # The test images' Debian trees: bookworm's cluster made them (debootstrap needs the
+    # archive, which the root's network namespace does not reach).
+    for t in debian-bullseye-rootfs.tar debian-bookworm-mpi-rootfs.tar; do
+      [[ -f $STATE/$t ]] || die "$STATE/$t is missing: run dev/up.sh first"
+      [[ -f $ROOT$STATE/$t ]] || { mkdir -p "$ROOT$STATE" && cp "$STATE/$t" "$ROOT$STATE/$t"; }
+    done
     enter_root
     in_root "$CRISP_SRC/dev/up.sh" "$@"
     ;;

@@ -4,7 +4,7 @@
 # slurmd's spool are the node's, so it runs its own containerd and crispd with
 # the same paths and configuration as any node. /tmp is the node's too: Slurm's
 # PMIx plugin makes per-step directories there that the nodes must not share.
-NODE2=crisp-n2
+NODE2=${CRISP_NODE2:-crisp-n2}  # dev/matrix.sh names it after the suite
 NODE2_NETNS=crisp-n2
 NODE1_IP=10.77.0.1
 NODE2_IP=10.77.0.2

@@ -36,9 +36,9 @@ REG
 start_daemon registry "$RUN/registry.pid" /usr/bin/docker-registry serve /etc/crisp/dev-registry.yml
 wait_for registry 15 curl -sf "http://$REGISTRY/v2/"
 say "starting the registry that wants a login on $AUTH_REGISTRY"
-if [[ ! -f /etc/crisp/dev-registry.htpasswd ]]; then
+if [[ ! -s /etc/crisp/dev-registry.htpasswd ]]; then
   # docker-registry takes bcrypt only.
-  python3 -W ignore -c "import crypt,sys; print('$AUTH_USER:' + crypt.crypt('$AUTH_PASSWORD', crypt.mksalt(crypt.METHOD_BLOWFISH)))" \
+  htpasswd -nbB "$AUTH_USER" "$AUTH_PASSWORD" | grep . \
     >/etc/crisp/dev-registry.htpasswd
 fi
 sed -e "s|$STATE/registry|$STATE/registry-auth|" -e "s|addr: $REGISTRY|addr: $AUTH_REGISTRY|" /etc/crisp/dev-registry.yml \
@@ -70,7 +70,10 @@ server = "http://$REGISTRY"
 [host."http://$CACHE_REGISTRY"]
   capabilities = ["pull", "resolve"]
 HOSTS
-sed "s|@SANDBOX_IMAGE@|$REGISTRY/crisp/pause:latest|" "$CRISP_SRC/conf-examples/containerd-crisp.toml" >/etc/crisp/containerd.toml
+# containerd 2.x reads configuration version 3.
+containerd_conf=containerd-crisp.toml
+[[ $(containerd --version | awk '{print $3}') =~ ^v?[2-9]\. ]] && containerd_conf=containerd-crisp-v3.toml
+sed "s|@SANDBOX_IMAGE@|$REGISTRY/crisp/pause:latest|" "$CRISP_SRC/conf-examples/$containerd_conf" >/etc/crisp/containerd.toml
 start_daemon containerd "$RUN/containerd.pid" /usr/bin/containerd --config /etc/crisp/containerd.toml
 wait_for containerd 30 ctr --address "$CONTAINERD_SOCK" version
 

@@ -192,9 +192,15 @@ if [[ ! -f $cache ]]; then
   rm -rf "$work/mpi"
 fi
 mkdir -p "$work/mpi" && tar -C "$work/mpi" -xf "$cache"
-src=$CRISP_SRC/tests/integration/mpi_allreduce.c
-gcc -O2 -o "$work/mpi/usr/local/bin/allreduce-openmpi" "$src" -I/usr/lib/x86_64-linux-gnu/openmpi/include \
-  -L/usr/lib/x86_64-linux-gnu/openmpi/lib -lmpi
-gcc -O2 -o "$work/mpi/usr/local/bin/allreduce-mpich" "$src" -I/usr/include/x86_64-linux-gnu/mpich -lmpich
+# The test programs, built against the image's own release (bookworm's MPI and glibc), so
+# once, on bookworm, into the cached tree: a newer release's cluster (dev/matrix.sh) reuses it.
+if [[ ! -x $work/mpi/usr/local/bin/allreduce-mpich ]]; then
+  [[ $(. /etc/os-release && echo "$VERSION_CODENAME") == bookworm ]] || die "$cache lacks its MPI programs: run dev/up.sh on bookworm first"
+  src=$CRISP_SRC/tests/integration/mpi_allreduce.c
+  gcc -O2 -o "$work/mpi/usr/local/bin/allreduce-openmpi" "$src" -I/usr/lib/x86_64-linux-gnu/openmpi/include \
+    -L/usr/lib/x86_64-linux-gnu/openmpi/lib -lmpi
+  gcc -O2 -o "$work/mpi/usr/local/bin/allreduce-mpich" "$src" -I/usr/include/x86_64-linux-gnu/mpich -lmpich
+  tar -C "$work/mpi" -cf "$cache.tmp" . && mv "$cache.tmp" "$cache"
+fi
 push_rootfs "$work/mpi" crisp-test/mpi:bookworm \
   --config.env=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --config.cmd=/bin/bash

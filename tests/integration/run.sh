@@ -3,7 +3,7 @@
 # srun -> spank_crisp.so -> crispd -> containerd's CRI -> tasks in the image.
 # Each test asserts what a user would check. Ends with "N passed, N failed".
 #   run.sh           every test
-#   run.sh NAME      only test_NAME
+#   run.sh NAME...   only test_NAME...
 source "$(dirname "$0")/../../dev/lib.sh"
 set +e -o pipefail
 source "$CRISP_SRC/tests/integration/lib.sh"
