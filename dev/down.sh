@@ -11,7 +11,8 @@ scancel --state=RUNNING --full 2>/dev/null || true
 [[ -f /var/spool/slurmd/slurmd.pid ]] && kill "$(cat /var/spool/slurmd/slurmd.pid)" 2>/dev/null || true
 node2_stop
 stop_daemon "$RUN/slurmctld.pid"
-pkill -x slurmstepd 2>/dev/null || true
+# Only this pid namespace's: a newer release's cluster (dev/matrix.sh) has its own.
+pkill --ns $$ --nslist pid -x slurmstepd 2>/dev/null || true
 say "stopping crispd"
 stop_crispd
 if [[ -S $CONTAINERD_SOCK ]]; then
@@ -30,7 +31,7 @@ stop_daemon "$RUN/registry.pid"
 stop_daemon "$RUN/registry-auth.pid"
 stop_daemon "$RUN/registry-cache-daemon.pid"
 # containerd-shim processes outlive containerd by design.
-pkill -f "containerd-shim-runc-v2 -namespace k8s.io -address $CONTAINERD_SOCK" 2>/dev/null || true
+pkill --ns $$ --nslist pid -f "containerd-shim-runc-v2 -namespace k8s.io -address $CONTAINERD_SOCK" 2>/dev/null || true
 if ((purge)); then
   say "purging state"
   grep -o "[^ ]*/crisp/containerd[^ ]*" /proc/mounts | sort -r | xargs -r umount -l 2>/dev/null || true

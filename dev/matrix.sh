@@ -127,7 +127,8 @@ test_inside() {
   else
     fail=$((fail + 1)); echo "FAILED plugin_options_in_srun_help"
   fi
-  line=$("$CRISP_SRC/tests/integration/run.sh" "$@" | tee /dev/stderr | tail -1)
+  "$CRISP_SRC/tests/integration/run.sh" "$@" | tee /run/crisp-integration.log
+  line=$(tail -1 /run/crisp-integration.log)
   [[ $line =~ ^integration:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]] || line="integration: 0 passed, 1 failed"
   [[ $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]
   pass=$((pass + BASH_REMATCH[1])) fail=$((fail + BASH_REMATCH[2]))

@@ -2,7 +2,10 @@
 # Runs every test: the unit tests (GoogleTest), again under ASan + UBSan, then
 # the integration tests on the real local cluster, which it brings up itself
 # (dev/up.sh --no-demo), and the package test; it leaves the cluster as
-# dev/up.sh does. Ends with "N passed, N failed" over all, and fails if any failed.
+# dev/up.sh does; then the same build, unit tests and a core of the integration tests on
+# Slurm 24.11 + containerd 1.7 (trixie) and Slurm 26.05 + containerd 2.1 (sid), in root
+# filesystems of their own (dev/matrix.sh). Ends with "N passed, N failed" over all, and
+# fails if any failed.
 source "$(dirname "$0")/lib.sh"
 need_root
 set +e
@@ -11,6 +14,22 @@ say() { printf '\033[1m==> %s\033[0m (at %dm%02ds)\n' "$*" $((SECONDS / 60)) $((
 
 install_packages || die "package installation failed"
 build_and_install || die "build failed"
+
+# Newer Slurm and containerd (dev/matrix.sh): their roots made and crisp built there in the
+# background, at the lowest priority, while bookworm's stages run; tested after them.
+# CRISP_MATRIX="" skips them.
+MATRIX=${CRISP_MATRIX-trixie sid}
+MATRIX_CORE=(os_release_is_the_images nothing_left_after_a_job container_name_kept_across_steps
+  attach_to_a_running_step mpi_pmix_openmpi mpi_pmi2_mpich two_nodes_one_container_each
+  squashfs_image_runs_with_its_env_and_workdir container_save_cycle sbatch_runs_the_script_inside
+  container_processes_stay_in_the_jobs_cgroup named_container_processes_die_with_the_job)
+matrix_build_log=$BUILD_DIR/matrix-build.log
+if [[ -n $MATRIX ]]; then
+  (for suite in $MATRIX; do
+    "$CRISP_SRC/dev/matrix.sh" "$suite" build && echo "built $suite" || echo "FAILED to build $suite"
+  done) >"$matrix_build_log" 2>&1 &
+  matrix_builder=$!
+fi
 
 say "unit tests"
 results=$BUILD_DIR/test-results
@@ -112,5 +131,29 @@ else
   echo "FAILED: the local cluster did not come up (counted as one failed test)"
 fi
 
-echo "$((unit_pass + san_pass + it_pass)) passed, $((unit_fail + san_fail + it_fail)) failed"
-((unit_fail + san_fail + it_fail == 0))
+mx_pass=0 mx_fail=0
+if [[ -n $MATRIX ]]; then
+  say "newer releases ($MATRIX): waiting for their builds"
+  wait "$matrix_builder"
+  for suite in $MATRIX; do
+    say "$suite: the cluster in its root, unit tests, plugin, core integration tests"
+    log=$results/matrix-$suite.log
+    if grep -qx "built $suite" "$matrix_build_log" && "$CRISP_SRC/dev/matrix.sh" "$suite" up --no-demo >"$log" 2>&1; then
+      "$CRISP_SRC/dev/matrix.sh" "$suite" test "${MATRIX_CORE[@]}" 2>&1 | tee -a "$log"
+      line=$(grep -E "^$suite: [0-9]+ passed, [0-9]+ failed$" "$log" | tail -1)
+      if [[ -n $line ]]; then
+        mx_pass=$((mx_pass + $(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line")))
+        mx_fail=$((mx_fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
+      else
+        mx_fail=$((mx_fail + 1)); echo "FAILED $suite: its tests did not finish (see $log)"
+      fi
+    else
+      mx_fail=$((mx_fail + 1)); echo "FAILED $suite: its root, build or cluster did not come up (see $matrix_build_log, $log)"
+      tail -5 "$log" "$matrix_build_log" 2>/dev/null
+    fi
+    "$CRISP_SRC/dev/matrix.sh" "$suite" down >>"$log" 2>&1
+  done
+fi
+
+echo "$((unit_pass + san_pass + it_pass + mx_pass)) passed, $((unit_fail + san_fail + it_fail + mx_fail)) failed"
+((unit_fail + san_fail + it_fail + mx_fail == 0))
