@@ -127,7 +127,15 @@ test_inside() {
   else
     fail=$((fail + 1)); echo "FAILED plugin_options_in_srun_help"
   fi
-  "$CRISP_SRC/tests/integration/run.sh" "$@" | tee /run/crisp-integration.log
+  # What a root cannot give, named: its network namespace reaches no DNS resolver; a release
+  # whose Slurm package has no mpi/pmix plugin (sid's 26.05) cannot run PMIx steps.
+  local not_here="registry_errors_each_get_their_line=the_root's_network_namespace_has_no_DNS_resolver"
+  if ! srun --mpi=list 2>&1 | grep -qw pmix; then
+    for t in mpi_pmix_openmpi pmix_directory_reaches_the_tasks forged_pmix_socket_is_not_followed; do
+      not_here+=" $t=this_release's_Slurm_package_has_no_mpi/pmix_plugin"
+    done
+  fi
+  CRISP_IT_NOT_HERE=$not_here "$CRISP_SRC/tests/integration/run.sh" "$@" | tee /run/crisp-integration.log
   line=$(tail -1 /run/crisp-integration.log)
   [[ $line =~ ^integration:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]] || line="integration: 0 passed, 1 failed"
   [[ $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]

@@ -272,7 +272,9 @@ test_container_processes_stay_in_the_jobs_cgroup() {
   pid=$(bg_loop_pids | head -1)
   expect "the entrypoint's background loop runs" test -n "$pid"
   # Moved there by the step's first task, once it starts.
-  expect "its memory cgroup is the step's" wait_until 10 grep -qE "memory:/slurm[^/]*/uid_[0-9]+/job_$job/step_0\$" "/proc/$pid/cgroup"
+  # devices: Slurm constrains it in every release (memory only where the job has memory
+  # allocated from 24.11 on: the dev cluster schedules cores only).
+  expect "its devices cgroup is the step's" wait_until 10 grep -qE "devices:/slurm[^/]*/uid_[0-9]+/job_$job/step_0\$" "/proc/$pid/cgroup"
   expect "and its devices' and freezer's" equals \
     "$(grep -cE "(devices|freezer):/slurm[^/]*/uid_[0-9]+/job_$job/step_0\$" "/proc/$pid/cgroup")" 2
   scancel "$job"; wait "$srun"
@@ -290,7 +292,7 @@ test_named_container_processes_die_with_the_job() {
   wait_until 10 bg_loop_pids >/dev/null
   pid=$(bg_loop_pids | head -1)
   expect "a named container's background loop is in its job's cgroup" \
-    wait_until 10 grep -qE "memory:/slurm[^/]*/uid_[0-9]+/job_$job\$" "/proc/$pid/cgroup"
+    wait_until 10 grep -qE "devices:/slurm[^/]*/uid_[0-9]+/job_$job\$" "/proc/$pid/cgroup"
   scancel "$job"; wait "$srun"
   expect "the job ends" wait_until 30 job_finished "$job"
   expect "nothing of it runs once the job has ended" no_bg_loop
