@@ -61,6 +61,8 @@ clang_runtime_package() {
 
 install_packages() {
   local missing=()
+  # A fresh machine or root may have no package lists yet: the runtime's name is read from them.
+  compgen -G "/var/lib/apt/lists/*_Packages*" >/dev/null || apt-get update -qq
   for p in "${PACKAGES[@]}" "$(clang_runtime_package)"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
   ((${#missing[@]} == 0)) && return 0
   say "installing ${missing[*]}"
