@@ -7,7 +7,7 @@ test_two_nodes_one_container_each() {
   run as_user "${SRUN[@]}" "${TWO_NODES[@]}" --container-image="$TEST_IMAGE" \
     sh -c 'echo "$SLURMD_NODENAME $SLURM_PROCID $(readlink /proc/self/ns/mnt) $(grep -c ^ID=crisp-busybox /etc/os-release)"'
   expect "4 tasks ran" equals "$(wc -l <<<"$OUT")" 4
-  expect "on both nodes" equals "$(cut -d' ' -f1 <<<"$OUT" | sort -u | tr '\n' ' ')" "$NODE2 $(hostname -s) "
+  expect "on both nodes" equals "$(cut -d' ' -f1 <<<"$OUT" | sort -u | tr '\n' ' ')" "$(printf '%s\n' "$NODE2" "$(hostname -s)" | sort | tr '\n' ' ')"
   expect "each in the image" equals "$(cut -d' ' -f4 <<<"$OUT" | sort -u)" 1
   expect "one container (mount namespace) per node" equals "$(cut -d' ' -f1,3 <<<"$OUT" | sort -u | wc -l)" 2
   # By node and namespace: a namespace's inode number may be reused once the other node's step is gone.
