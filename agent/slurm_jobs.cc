@@ -24,11 +24,16 @@ namespace {
 using Hostlist = decltype(slurm_hostlist_create(nullptr));
 using StepsReply = job_step_info_response_msg_t*;
 
+slurm_step_id_t step_id_of(uint32_t job_id, uint32_t step_id) {
+  slurm_step_id_t id{};
+  id.job_id = job_id, id.step_het_comp = NO_VAL, id.step_id = step_id;
+  return id;
+}
+
 template <class Fn>
 int get_job_steps(Fn fn, uint32_t job_id, uint32_t step_id, StepsReply* out) {
   if constexpr (std::is_invocable_v<Fn, slurm_step_id_t*, StepsReply*, uint16_t>) {
-    slurm_step_id_t id{};
-    id.job_id = job_id, id.step_het_comp = NO_VAL, id.step_id = step_id;
+    slurm_step_id_t id = step_id_of(job_id, step_id);
     return fn(&id, out, SHOW_ALL);
   } else {
     return fn(0, job_id, step_id, out, SHOW_ALL);
@@ -40,13 +45,10 @@ int get_job_steps(uint32_t job_id, uint32_t step_id, StepsReply* out) {
 
 template <class Fn>
 int load_job(Fn fn, uint32_t job_id, job_info_msg_t** out, uint16_t flags) {
-  if constexpr (std::is_invocable_v<Fn, job_info_msg_t**, slurm_step_id_t, uint16_t>) {
-    slurm_step_id_t id{};
-    id.job_id = job_id, id.step_het_comp = NO_VAL, id.step_id = NO_VAL;
-    return fn(out, id, flags);
-  } else {
+  if constexpr (std::is_invocable_v<Fn, job_info_msg_t**, slurm_step_id_t, uint16_t>)
+    return fn(out, step_id_of(job_id, NO_VAL), flags);
+  else
     return fn(out, job_id, flags);
-  }
 }
 // 26.05's slurm_load_job is a C11 _Generic macro: its address is the function's.
 int load_job(uint32_t job_id, job_info_msg_t** out, uint16_t flags) { return load_job(&slurm_load_job, job_id, out, flags); }

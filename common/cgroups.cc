@@ -125,9 +125,14 @@ Status adopt_container_processes(int holder_pid, SlurmLevel level, uint32_t job_
   if (!theirs) return fail("the container's holder " + std::to_string(holder_pid) + " is gone: " + theirs.error());
   // Slurm's place for this step on v1, from any hierarchy the task is already in (proctrack
   // adds it to the freezer's only later): the same path in each of Slurm's hierarchies.
-  std::optional<std::string> v1, v2;
+  std::optional<SlurmCgroup> v1_at, v2_at;
   for (const CgroupOf& c : parse_proc_cgroup(*mine))
-    if (auto at = slurm_cgroup_of(c); at && !(at->v2 ? v2 : v1)) (at->v2 ? v2 : v1) = adoption_target(*at, level, job_id);
+    if (auto at = slurm_cgroup_of(c)) {
+      std::optional<SlurmCgroup>& first = at->v2 ? v2_at : v1_at;
+      if (!first) first = std::move(at);
+    }
+  std::optional<std::string> v1 = v1_at ? adoption_target(*v1_at, level, job_id) : std::nullopt;
+  std::optional<std::string> v2 = v2_at ? adoption_target(*v2_at, level, job_id) : std::nullopt;
   for (const CgroupOf& h : parse_proc_cgroup(*theirs)) {
     const std::optional<std::string>& target = h.controllers.empty() ? v2 : v1;
     if (!target || h.path == *target) continue;
