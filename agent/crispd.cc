@@ -51,6 +51,7 @@ struct Flags {
   std::string tmpfs_size = "25%";
   bool squashfs_any_owner = false;
   std::string snapshotter = "overlayfs";
+  std::string sandbox_image;
   size_t max_imports = 2;
   crisp::WorkLimits squashfs_limits;
   std::string private_images = "private";
@@ -131,6 +132,9 @@ void add_squashfs_flags(CLI::App& app, Flags& f) {
                "let the kernel mount squashfs images of any owner (default: only those root owns and alone may "
                "write; others are extracted with the user's ids: the kernel's squashfs is not made for crafted images)");
   app.add_option("--snapshotter", f.snapshotter, "containerd's snapshotter for CRI's containers")->capture_default_str();
+  app.add_option("--sandbox-image", f.sandbox_image,
+                 "the runtime's sandbox image, which a squashfs image's container is made from, where the runtime does "
+                 "not report it (containerd 2.x); empty: as the runtime reports it");
   app.add_option("--max-imports", f.max_imports, "crispctl imports the node runs at once (one per user)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -193,6 +197,7 @@ crisp::StepSettings step_settings(const Flags& f) {
   settings.bundle_root = f.bundle_root;
   settings.tmpfs_size = f.tmpfs_size;
   settings.squashfs_any_owner = f.squashfs_any_owner;
+  settings.sandbox_image = f.sandbox_image;
   settings.step_gpus = crisp::slurm_step_gpus;
   settings.step_liveness = crisp::slurm_step_liveness;
   settings.hca_policy = f.hca_policy == "nearest" ? crisp::HcaPolicy::kNearestGpu : crisp::HcaPolicy::kAll;

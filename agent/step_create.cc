@@ -552,10 +552,13 @@ Result<std::string> StepManager::make_container(const v1::CreateStepRequest& req
   if (plan.image_root || plan.image_to_extract) {
     auto info = cri_.status_info();
     auto image = info ? parse_sandbox_image(*info) : Result<std::string>(info.take_error());
+    if (!image && !settings_.sandbox_image.empty()) image = settings_.sandbox_image;
     // Present as containerd's sandboxes need it: pulled as RunPodSandbox would, if it is gone.
     if (image)
       if (auto present = images_.ensure(*image); !present) image = present.take_error();
-    if (!image) return fail("cannot find the runtime's sandbox image for a squashfs image's container: " + image.error());
+    if (!image)
+      return fail("cannot find the runtime's sandbox image for a squashfs image's container: " + image.error() +
+                  " (containerd 2.x does not report it: give crispd --sandbox-image)");
     plan.in.cri_image = *image;
   }
   auto id = create_in_user_sandbox(req.uid(), req.user(), plan.in, &clock);

@@ -67,6 +67,9 @@ struct StepSettings {
   // The kernel mounts squashfs images of any owner (crispd --squashfs-any-owner),
   // not only those root owns and alone may write (squashfs_mount.h).
   bool squashfs_any_owner = false;
+  // The runtime's sandbox image where its CRI status does not name it (containerd 2.x keeps it in
+  // its images plugin): a squashfs image's container is made from it (crispd --sandbox-image).
+  std::string sandbox_image;
   // The longest a --container-save or crispctl import may take (mksquashfs).
   std::chrono::seconds save_timeout{1800};
   // Where imports' and saves' mksquashfs run (crispd --squashfs-cgroup …; made by

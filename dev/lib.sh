@@ -24,6 +24,7 @@ SLURM_PLUGINDIR=/usr/lib/x86_64-linux-gnu/slurm-wlm
 TEST_USER=${TEST_USER:-crisptest}
 TEST_GROUP=crisptest-extra   # a supplementary group the tests look for inside
 TEST_IMAGE=$REGISTRY/crisp-test/busybox:latest
+SANDBOX_IMAGE=$REGISTRY/crisp/pause:latest  # crisp-holder as the CRI sandbox image
 DEBIAN_IMAGE=$REGISTRY/crisp-test/debian:bullseye
 
 PACKAGES=(
@@ -129,6 +130,8 @@ stop_daemon() {
 # A short stall limit, so the stalled-registry test is quick (production default: 60 s).
 # CRISP_SPARES=0: the cluster without spare containers (every test passes either way).
 CRISPD_ARGS=${CRISPD_ARGS:---sweep-interval 5 --pull-stall-timeout 20 --spares ${CRISP_SPARES:-8} $FAKE_GPU_CRISPD_ARGS}
+# containerd 2.x does not report its sandbox image (containerd.toml names it).
+CRISPD_ARGS+=" --sandbox-image $SANDBOX_IMAGE"
 # Each node's crispd serves its metrics on loopback; node 2 shares the host's network
 # namespace (its pulls reach the registries), so it takes the next port.
 CRISPD_METRICS=127.0.0.1:9474

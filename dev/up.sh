@@ -73,7 +73,7 @@ HOSTS
 # containerd 2.x reads configuration version 3.
 containerd_conf=containerd-crisp.toml
 [[ $(containerd --version | awk '{print $3}') =~ ^v?[2-9]\. ]] && containerd_conf=containerd-crisp-v3.toml
-sed "s|@SANDBOX_IMAGE@|$REGISTRY/crisp/pause:latest|" "$CRISP_SRC/conf-examples/$containerd_conf" >/etc/crisp/containerd.toml
+sed "s|@SANDBOX_IMAGE@|$SANDBOX_IMAGE|" "$CRISP_SRC/conf-examples/$containerd_conf" >/etc/crisp/containerd.toml
 start_daemon containerd "$RUN/containerd.pid" /usr/bin/containerd --config /etc/crisp/containerd.toml
 wait_for containerd 30 ctr --address "$CONTAINERD_SOCK" version
 
