@@ -143,27 +143,43 @@ std::vector<std::string> expand_repeats(std::string_view list) {
   return out;
 }
 
+// The GPU part of a TRES binding: Slurm 22.05's "gpu:HOW", 24.11's and 26.05's "gres/gpu:HOW",
+// one of several joined by '+'.
+std::optional<std::string_view> gpu_binding(std::string_view tres_bind) {
+  for (std::string_view rest = tres_bind; !rest.empty();) {
+    size_t plus = rest.find('+');
+    std::string_view one = rest.substr(0, plus);
+    rest = plus == std::string_view::npos ? "" : rest.substr(plus + 1);
+    if (one.substr(0, 5) == "gres/") one.remove_prefix(5);
+    if (one.substr(0, 4) == "gpu:") return one.substr(4);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::vector<unsigned>> bound_gpus(std::string_view tres_bind, unsigned task, unsigned n) {
-  if (!starts_with(std::string(tres_bind), "gpu:") || n == 0) return std::nullopt;
-  std::string_view how = tres_bind.substr(4);
+  auto binding = gpu_binding(tres_bind);
+  if (!binding || n == 0) return std::nullopt;
+  std::string_view how = *binding;
   if (starts_with(std::string(how), "verbose,")) how.remove_prefix(8);
   size_t colon = how.find(':');
   std::string_view kind = how.substr(0, colon), arg = colon == std::string_view::npos ? "" : how.substr(colon + 1);
+  // --tres-bind names them "map" and "mask", --gpu-bind "map_gpu" and "mask_gpu".
+  bool map = kind == "map_gpu" || kind == "map", mask = kind == "mask_gpu" || kind == "mask";
   std::vector<unsigned> gpus;
   if (kind == "per_task") {
     auto per = small_number(arg);
     if (!per || *per == 0) return std::nullopt;
     for (unsigned j = 0; j < *per && j < n; ++j) gpus.push_back((task * *per + j) % n);
-  } else if (kind == "map_gpu" || kind == "mask_gpu") {
+  } else if (map || mask) {
     std::vector<std::string> list = expand_repeats(arg);
     if (list.empty()) return std::nullopt;
     const std::string& mine = list[task % list.size()];
-    auto v = small_number(mine, kind == "mask_gpu" ? 16 : 10);
+    auto v = small_number(mine, mask ? 16 : 10);
     if (!v) return std::nullopt;
-    if (kind == "map_gpu") gpus.push_back(*v);
-    for (unsigned bit = 0; kind == "mask_gpu" && bit < 32; ++bit)
+    if (map) gpus.push_back(*v);
+    for (unsigned bit = 0; mask && bit < 32; ++bit)
       if (*v & (1u << bit)) gpus.push_back(bit);
   } else {
     return std::nullopt;

@@ -159,9 +159,23 @@ stop_crispd_on() {
 }
 stop_crispd() { stop_crispd_on "$(hostname -s)" "$RUN/crispd.pid"; }
 
+# pass_fail_counts FILE LABEL: "P F" from FILE's last "LABEL: P passed, F failed" line; fails where there is none.
+pass_fail_counts() {
+  local line
+  line=$(grep -E "^$2: [0-9]+ passed, [0-9]+ failed$" "$1" | tail -1)
+  [[ $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]] && echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
+}
+
 # wait_for WHAT SECONDS CMD...: polls CMD until it succeeds.
 wait_for() {
   local what=$1 secs=$2; shift 2
   for _ in $(seq $((secs * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  # What the daemons said meanwhile, so a run elsewhere (CI) shows why.
+  local log
+  for log in $(find "$LOGS" -name '*.log' -mmin -$(((secs + 59) / 60 + 1)) -printf '%T@ %p\n' 2>/dev/null |
+    sort -rn | head -3 | cut -d' ' -f2); do
+    printf 'dev: the end of %s:\n' "$log" >&2
+    tail -5 "$log" | cut -c1-300 >&2
+  done
   die "$what did not come up within ${secs}s (logs in $LOGS)"
 }

@@ -24,7 +24,8 @@ need_root
 SUITE=${1:-}
 COMMAND=${2:-}
 if [[ $COMMAND == test-inside && ! -e /run/crisp-entered ]]; then die "test-inside runs in the root (dev/matrix.sh $SUITE test)"; fi
-case $SUITE in trixie | sid) ;; *) die "usage: dev/matrix.sh trixie|sid root|up|run CMD...|down" ;; esac
+usage() { die "usage: dev/matrix.sh trixie|sid root|build|up|test [NAME...]|run CMD...|down"; }
+case $SUITE in trixie | sid) ;; *) usage ;; esac
 shift 2 || true
 MATRIX_DIR=${CRISP_MATRIX_DIR:-/var/lib/crisp-matrix}
 ROOT=$MATRIX_DIR/$SUITE
@@ -60,6 +61,17 @@ make_root() {
   in_chroot bash -c "source '$CRISP_SRC/dev/lib.sh'; install_packages" || die "installing crisp's packages in $ROOT failed"
 }
 
+# The v1 hierarchies this machine mounts (cpu, memory, ..., systemd for name=systemd).
+cgroup_v1_hierarchies() {
+  awk '$3 == "cgroup" {n = split($2, p, "/"); print p[n]}' /proc/mounts
+}
+
+# "${IN_ROOT_CGROUP[@]}" CMD...: CMD as a process of the root's cgroup in every hierarchy (a
+# command prefix, not a function, so that "... &" gives CMD's own pid).
+# shellcheck disable=SC2016
+IN_ROOT_CGROUP=(bash -c 'for h in $1; do echo $$ >"/sys/fs/cgroup/$h/$2/cgroup.procs" || exit 1; done; shift 2; exec "$@"' _
+  "$(cgroup_v1_hierarchies | tr '\n' ' ')" "$CGROUP")
+
 # The root's first process (pid 1 of its pid namespace), child of the unshare whose pid $ANCHOR holds.
 anchor_pid() { [[ -f $ANCHOR ]] && pgrep -P "$(cat "$ANCHOR")" | head -1 | grep .; }
 
@@ -72,31 +84,23 @@ enter_root() {
   local f
   for f in cpuset.cpus cpuset.mems; do cat "/sys/fs/cgroup/cpuset/$f" >"/sys/fs/cgroup/cpuset/$CGROUP/$f"; done
   mkdir -p "$(dirname "$ANCHOR")"
-  # shellcheck disable=SC2016
-  setsid bash -c '
-    for h in $3; do echo $$ >"/sys/fs/cgroup/$h/$4/cgroup.procs" || exit 1; done
-    exec unshare --mount --net --uts --cgroup --pid --fork --propagation private -- bash "$1/dev/matrix_root.sh" "$2" "$1" "$5" $3
-  ' _ "$CRISP_SRC" "$ROOT" "$(cgroup_v1_hierarchies | tr '\n' ' ')" "$CGROUP" "$SUITE" \
+  # shellcheck disable=SC2046
+  "${IN_ROOT_CGROUP[@]}" setsid unshare --mount --net --uts --cgroup --pid --fork --propagation private -- \
+    bash "$CRISP_SRC/dev/matrix_root.sh" "$ROOT" "$CRISP_SRC" "$SUITE" $(cgroup_v1_hierarchies) \
     >"$MATRIX_DIR/$SUITE-anchor.log" 2>&1 </dev/null &
   echo $! >"$ANCHOR"
   wait_for "the $SUITE root's namespaces" 30 bash -c "pid=\$(pgrep -P $(cat "$ANCHOR")) && nsenter -t \$pid -m -- test -e /run/crisp-entered"
 }
 
-# The v1 hierarchies this machine mounts (cpu, memory, ..., systemd for name=systemd).
-cgroup_v1_hierarchies() {
-  awk '$3 == "cgroup" {n = split($2, p, "/"); print p[n]}' /proc/mounts
-}
 
 # in_root CMD...: CMD in the root's namespaces and in its cgroup (entering a cgroup namespace
 # moves no process: what CMD starts, Slurm's daemons among them, must start in the root's).
 in_root() {
   local pid
   pid=$(anchor_pid) || die "the $SUITE cluster's namespaces are not there: dev/matrix.sh $SUITE up"
-  # shellcheck disable=SC2016
-  bash -c 'for h in $1; do echo $$ >"/sys/fs/cgroup/$h/$2/cgroup.procs" || exit 1; done; shift 2; exec "$@"' _ \
-    "$(cgroup_v1_hierarchies | tr '\n' ' ')" "$CGROUP" \
-    nsenter -t "$pid" -m -n -u -C -p -- env -C "$CRISP_SRC" "${INSIDE_ENV[@]}" "$@"
+  "${IN_ROOT_CGROUP[@]}" nsenter -t "$pid" -m -n -u -C -p -- env -C "$CRISP_SRC" "${INSIDE_ENV[@]}" "$@"
 }
+
 
 leave_root() {
   local pid h
@@ -136,10 +140,13 @@ test_inside() {
     done
   fi
   CRISP_IT_NOT_HERE=$not_here "$CRISP_SRC/tests/integration/run.sh" "$@" | tee /run/crisp-integration.log
-  line=$(tail -1 /run/crisp-integration.log)
-  [[ $line =~ ^integration:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]] || line="integration: 0 passed, 1 failed"
-  [[ $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]
-  pass=$((pass + BASH_REMATCH[1])) fail=$((fail + BASH_REMATCH[2]))
+  local counts p f
+  if counts=$(pass_fail_counts /run/crisp-integration.log integration); then
+    read -r p f <<<"$counts"
+    pass=$((pass + p)) fail=$((fail + f))
+  else
+    fail=$((fail + 1)); echo "FAILED integration: its tests did not finish"
+  fi
   echo "$SUITE: $pass passed, $fail failed"
   ((fail == 0))
 }
@@ -165,5 +172,5 @@ case $COMMAND in
     ;;
   run) in_root "$@" ;;
   down) leave_root ;;
-  *) die "usage: dev/matrix.sh $SUITE root|up|run CMD...|down" ;;
+  *) usage ;;
 esac

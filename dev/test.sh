@@ -110,11 +110,7 @@ it_pass=0 it_fail=1
 if "$CRISP_SRC/dev/up.sh" --no-demo; then
   say "integration tests"
   "$CRISP_SRC/tests/integration/run.sh" | tee "$results/integration.log"
-  line=$(grep -E '^integration: [0-9]+ passed, [0-9]+ failed$' "$results/integration.log" | tail -1)
-  if [[ -n $line ]]; then
-    it_pass=$(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line")
-    it_fail=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
-  fi
+  counts=$(pass_fail_counts "$results/integration.log" integration) && read -r it_pass it_fail <<<"$counts"
   say "package test: the .deb built, installed and run from its own files"
   if "$CRISP_SRC/tests/package/run.sh"; then it_pass=$((it_pass + 1)); else it_fail=$((it_fail + 1)); fi
   # The package test purged its install: the cluster goes back to how dev/up.sh left it,
@@ -140,10 +136,9 @@ if [[ -n $MATRIX ]]; then
     log=$results/matrix-$suite.log
     if grep -qx "built $suite" "$matrix_build_log" && "$CRISP_SRC/dev/matrix.sh" "$suite" up --no-demo >"$log" 2>&1; then
       "$CRISP_SRC/dev/matrix.sh" "$suite" test "${MATRIX_CORE[@]}" 2>&1 | tee -a "$log"
-      line=$(grep -E "^$suite: [0-9]+ passed, [0-9]+ failed$" "$log" | tail -1)
-      if [[ -n $line ]]; then
-        mx_pass=$((mx_pass + $(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line")))
-        mx_fail=$((mx_fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
+      if counts=$(pass_fail_counts "$log" "$suite"); then
+        read -r p f <<<"$counts"
+        mx_pass=$((mx_pass + p)) mx_fail=$((mx_fail + f))
       else
         mx_fail=$((mx_fail + 1)); echo "FAILED $suite: its tests did not finish (see $log)"
       fi

@@ -95,8 +95,15 @@ TEST(Env, SlurmsGpuBindingForEachTask) {
   EXPECT_EQ(crisp::bound_gpus("gpu:map_gpu:1,0", 0, 2), V{1});
   EXPECT_EQ(crisp::bound_gpus("gpu:map_gpu:0*2,1*2", 3, 2), V{1});
   EXPECT_EQ(crisp::bound_gpus("gpu:mask_gpu:0x3,0xc", 1, 4), (V{2, 3}));
+  // Slurm 24.11 and 26.05: "gres/gpu:", --tres-bind's own names, several TRES joined by '+'.
+  EXPECT_EQ(crisp::bound_gpus("gres/gpu:per_task:1", 1, 2), V{1});
+  EXPECT_EQ(crisp::bound_gpus("gres/gpu:verbose,map_gpu:1,0", 0, 2), V{1});
+  EXPECT_EQ(crisp::bound_gpus("gres/gpu:map:1,0", 1, 2), V{0});
+  EXPECT_EQ(crisp::bound_gpus("gres/gpu:mask:0x2,0x1", 0, 2), V{1});
+  EXPECT_EQ(crisp::bound_gpus("gres/nic:closest+gres/gpu:map:1,0", 0, 2), V{1});
   for (const char* none : {"gpu:closest", "gpu:single:1", "gpu:none", "gpu:per_task:x", "gpu:map_gpu:", "gpu:map_gpu:5",
-                           "cpu:per_task:1", "", "gpu:map_gpu:99999999999", "gpu:per_task:0"})
+                           "cpu:per_task:1", "", "gpu:map_gpu:99999999999", "gpu:per_task:0", "gres/gpu:closest",
+                           "gres/nic:map:1", "gres/gpux:map:1", "+", "gres/"})
     EXPECT_FALSE(crisp::bound_gpus(none, 1, 2).has_value()) << none;
   EXPECT_FALSE(crisp::bound_gpus("gpu:per_task:1", 0, 0).has_value());
 }
