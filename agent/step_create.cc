@@ -654,6 +654,8 @@ Status StepManager::give_rootfs(const v1::CreateStepRequest& req, Plan& plan) {
     if (!layers) return fail("cannot ask containerd for the container's layers: " + layers.error());
     r.snapshot = std::move(*layers);
   }
+  const cri::ContainerConfig made = build_step_container(plan.in, settings_.node);
+  for (const cri::Mount& m : made.mounts()) r.bind_sources.push_back(m.host_path());
   // The node's timezone: the admin's file, read as root.
   if (auto tz = read_text("/etc/localtime", 1u << 20)) r.localtime = *tz;
   Status given = settings_.give_rootfs(r);

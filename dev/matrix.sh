@@ -59,6 +59,8 @@ make_root() {
     mv "$ROOT.partial" "$ROOT"
   fi
   in_chroot bash -c "source '$CRISP_SRC/dev/lib.sh'; install_packages" || die "installing crisp's packages in $ROOT failed"
+  # And bats for Pyxis's suite (shared/acceptance): the root's network namespace reaches no archive.
+  in_chroot bash -c "command -v bats >/dev/null || apt-get install -y -qq bats >/dev/null" || die "installing bats in $ROOT failed"
 }
 
 # The v1 hierarchies this machine mounts (cpu, memory, ..., systemd for name=systemd).

@@ -26,6 +26,7 @@
 
 #include "agent/host/child_steps.h"
 #include "agent/host/holder_process.h"
+#include "agent/host/mount_info.h"
 #include "agent/host/squashfs_tools.h"
 #include "common/fd.h"
 #include "common/files.h"
@@ -34,21 +35,6 @@
 
 namespace crisp {
 namespace {
-
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string unescape(const std::string& s) {
-  auto octal = [](char c) { return c >= '0' && c <= '7'; };
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 4 <= s.size() && octal(s[i + 1]) && octal(s[i + 2]) && octal(s[i + 3])) {
-      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-      i += 3;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
 
 // A layer directory as a path relative to snapshots: "ID/fs".
 Result<std::string> relative_layer(const std::string& snapshots, const std::string& path) {
@@ -61,22 +47,6 @@ Result<std::string> relative_layer(const std::string& snapshots, const std::stri
 std::string parent_of(const std::string& path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
-}
-
-struct MountLine {
-  std::string id, parent, mount_point, fstype, super_options;
-};
-
-std::vector<MountLine> mount_lines(const std::string& mountinfo) {
-  std::vector<MountLine> out;
-  for (const std::string& line : split(mountinfo, '\n')) {
-    std::vector<std::string> f = split(line, ' ');
-    size_t dash = 6;  // after the optional fields, "-", then fstype, source, super options
-    while (dash < f.size() && f[dash] != "-") ++dash;
-    if (dash + 3 >= f.size()) continue;
-    out.push_back({f[0], f[1], unescape(f[4]), f[dash + 1], f[dash + 3]});
-  }
-  return out;
 }
 
 Status parse_super_options(const std::vector<std::string>& options, bool read_only, RootOverlay& out) {
@@ -129,15 +99,15 @@ Result<RootOverlay> overlay_of_snapshot(const std::vector<SnapshotMount>& mounts
 }
 
 Result<std::vector<std::string>> root_children(const std::string& mountinfo) {
-  std::vector<MountLine> lines = mount_lines(mountinfo);
-  const MountLine* root = nullptr;
-  for (const MountLine& l : lines)
+  std::vector<MountInfoLine> lines = parse_mountinfo(mountinfo);
+  const MountInfoLine* root = nullptr;
+  for (const MountInfoLine& l : lines)
     if (l.mount_point == "/") root = &l;  // the last one: mounts stack
   if (!root) return fail("the container has no root mount");
   if (root->fstype != "overlay") return fail("the container's root is " + root->fstype + ", not an overlay");
   std::vector<std::string> out;
   std::set<std::string> seen;
-  for (const MountLine& l : lines)
+  for (const MountInfoLine& l : lines)
     if (l.parent == root->id && l.mount_point != "/" && seen.insert(l.mount_point).second) out.push_back(l.mount_point);
   return out;
 }
@@ -212,6 +182,7 @@ Fd open_beneath(int dirfd, const std::string& path) {
 struct Plan {
   const RootOverlay& root;
   const std::vector<std::string>& children;  // the container's mounts on its root
+  const std::vector<LostAttrs>& lost;        // what runc's remounts cleared of the host's restrictions
   const RootfsRequest& req;
   int container_ns, userns;
   std::string layers_at, root_at, image_at, data;
@@ -319,6 +290,11 @@ int child_steps(const Plan& p) {
                            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
       return 8;
   }
+  for (const LostAttrs& l : p.lost) {
+    Fd at = open_beneath(overlay.get(), l.mount_point);
+    MountAttr attrs{l.attrs, 0, 0, 0};
+    if (!at || syscall(SYS_mount_setattr, at.get(), "", AT_EMPTY_PATH, &attrs, sizeof attrs) != 0) return 13;
+  }
   // /dev/ptmx, runc's symlink into /dev/pts, made the device itself: opened,
   // it finds the devpts at /dev/pts beside it, the node's (spec_builder.cc).
   Fd dev = open_beneath(overlay.get(), "/dev");
@@ -344,7 +320,8 @@ constexpr const char* kSteps[] = {"",
                                   "writing the user's /etc/passwd and /etc/group",
                                   "making it read-only",
                                   "making /dev/ptmx",
-                                  "the idmapped clone of the squashfs image"};
+                                  "the idmapped clone of the squashfs image",
+                                  "keeping the host's read-only, nosuid, nodev and noexec on its mounts"};
 
 bool same_file(int a, int b) {
   struct stat sa {}, sb {};
@@ -406,6 +383,10 @@ Status make_rootfs_users(const RootfsRequest& req) {
     return fail(ErrorKind::kRefused, "the container's process left the namespaces it was started in");
   auto children = root_children(*info);
   if (!children) return fail(ErrorKind::kUnsupported, children.error());
+  // The host's mounts as crispd sees them: the container's namespace was cloned from this one.
+  auto host = read_text("/proc/self/mountinfo", 16u << 20);
+  if (!host) return fail("cannot read crispd's mounts: " + host.error());
+  std::vector<LostAttrs> lost = lost_attrs(parse_mountinfo(*info), source_attrs(parse_mountinfo(*host), req.bind_sources));
   auto userns = swapping_userns(req.user.uid, req.user.gid);
   if (!userns) return userns.take_error();
   // The new upper layer beside containerd's ("9/crisp-fs"): root's 0755, which the idmap shows as the user's.
@@ -431,11 +412,11 @@ Status make_rootfs_users(const RootfsRequest& req) {
   } else {
     for (const std::string& l : root->lower) lower += ":" + l;
   }
-  Plan plan{*root, *children, req, ns->get(), userns->get(), stage + "/l", stage + "/r", stage + "/i",
+  Plan plan{*root, *children, lost, req, ns->get(), userns->get(), stage + "/l", stage + "/r", stage + "/i",
             "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work +
                 (root->options.empty() ? "" : "," + root->options)};
   auto answer = run_child_steps([&] { return child_steps(plan); }, kChildTimeoutMs);
-  if (!answer || answer->step > 12) return fail("the process giving the container's files to its user died or hung");
+  if (!answer || answer->step > 13) return fail("the process giving the container's files to its user died or hung");
   if (answer->step != 0)
     // Idmapping the layers is what a filesystem may not support (before Linux 6.3, tmpfs; btrfs before 5.15 ...).
     return fail(answer->step == 2 ? ErrorKind::kUnsupported : ErrorKind::kFailed,

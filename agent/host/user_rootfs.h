@@ -10,7 +10,8 @@
 // disk as root's, in the container's own snapshot directory under containerd's
 // root-only snapshots, which goes with the container.
 // (An overlay mount cannot be idmapped itself before Linux 7.2; its layers
-// can, since 5.19.) The new overlay is nosuid and nodev, read-only when asked.
+// can, since 5.19.) The new overlay is nosuid and nodev, read-only when asked; the
+// container's bind mounts keep the restrictions their sources have on the host.
 #pragma once
 
 #include <chrono>
@@ -79,6 +80,9 @@ struct RootfsRequest {
   // replaces the sandbox's image as image_root would.
   int image_to_extract = -1;
   std::chrono::seconds extract_timeout{600};
+  // The host paths bound into the container: what of their host mounts' read-only,
+  // nosuid, nodev and noexec the runtime cleared is set again (mount_info.h).
+  std::vector<std::string> bind_sources;
 };
 
 // Does the above as a child process (crispd's threads never change namespace),

@@ -299,3 +299,20 @@ test_named_container_processes_die_with_the_job() {
   pkill -u "$TEST_USER" -f crisp-bg.sh 2>/dev/null
   restore_plugstack
 }
+
+# runc 1.2 and later (containerd 2.x's) remount a bind with the spec's options alone, clearing
+# the read-only, nosuid, nodev and noexec its source has on the host: a user's bind of an
+# admin's read-only mount was writable in the container (found on Slurm 26.05 + runc 1.3).
+test_read_only_host_mount_stays_read_only() {
+  local src=/var/tmp/crisp-it/ro-src at=/var/tmp/crisp-it/ro-view
+  mkdir -p "$src" "$at" && chmod 0777 "$src" && rm -f "$src/written"
+  mount --bind "$src" "$at" && mount -o remount,bind,ro,nosuid,nodev "$at"
+  "${CRISPCTL[@]}" rm --spares >/dev/null  # a container made for the step, not a claimed spare
+  run as_user "${SRUN[@]}" -w "$(hostname -s)" --container-image="$TEST_IMAGE" --container-mounts="$at:/ro" \
+    sh -c 'touch /ro/written 2>/dev/null && echo WROTE; awk "\$5 == \"/ro\" {print \$6}" /proc/self/mountinfo'
+  umount "$at"
+  expect "the step could not write through the host's read-only mount" lacks "$OUT" WROTE
+  expect "... nothing was written there" test ! -e "$src/written"
+  expect "... its mount keeps the host's ro, nosuid and nodev" contains "$OUT" "ro,nosuid,nodev"
+  expect "the next step runs" next_step_runs
+}

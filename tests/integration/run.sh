@@ -51,6 +51,7 @@ t private_image_needs_the_users_own_credentials
 t forged_pmix_socket_is_not_followed
 t container_processes_stay_in_the_jobs_cgroup
 t named_container_processes_die_with_the_job
+t read_only_host_mount_stays_read_only
 t import_reads_nothing_a_user_can_swap
 t imports_are_bounded
 t entrypoint_namespaces_of_its_own_are_refused

@@ -20,7 +20,9 @@
 #include "agent/host/hca_view.h"
 #include "agent/host/host_artifacts.h"
 #include "agent/host/host_mounts.h"
+#include "agent/host/mount_info.h"
 #include "common/files.h"
+#include "common/mount_api.h"
 #include "agent/host/user_access.h"
 #include "agent/host/user_files.h"
 #include "agent/host/user_rootfs.h"
@@ -213,6 +215,46 @@ TEST(UserRootfs, TheMountsOnTheContainersRoot) {
   EXPECT_EQ(*r, (std::vector<std::string>{"/proc", "/dev", "/my dir"})) << "the root's own, once each";
   EXPECT_FALSE(crisp::root_children("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n").ok()) << "not an overlay";
   EXPECT_FALSE(crisp::root_children("").ok());
+}
+
+// As runc 1.3 leaves them (recorded on Debian sid): the host's ro bind of /var/tmp/rosrc and
+// crispd's nosuid,nodev tmpfs, bound in with those cleared.
+TEST(MountInfo, WhatTheRuntimesRemountClearedOfTheSources) {
+  const std::string host =
+      "22 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
+      "30 22 0:25 / /run rw,nosuid,nodev - tmpfs run rw\n"
+      "41 30 0:46 / /run/crisp/tmpfs/259.0/0 rw,nosuid,nodev,relatime - tmpfs tmpfs rw,size=64k\n"
+      "42 30 254:0 /var/tmp/rosrc /run/crisp/tmpfs/259.0/m0 ro,nosuid,relatime - ext4 /dev/vda rw\n"
+      "43 42 0:47 / /run/crisp/tmpfs/259.0/m0/sub rw,noexec,relatime - tmpfs tmpfs rw\n"
+      "50 22 254:0 /var/tmp/with\\040space /var/tmp/with\\040space rw,nodev - ext4 /dev/vda rw\n";
+  const std::vector<std::string> sources = {"/run/crisp/tmpfs/259.0/0", "/run/crisp/tmpfs/259.0/m0",
+                                            "/usr/local/libexec/crisp/crisp-holder", "/run/crisp/logs/x",
+                                            "/var/tmp/with space/dir", "relative/not/absolute"};
+  auto attrs = crisp::source_attrs(crisp::parse_mountinfo(host), sources);
+  using S = crisp::SourceAttrs;
+  EXPECT_EQ(attrs, (std::vector<S>{{"0:46", "/", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV},
+                                   {"254:0", "/var/tmp/rosrc", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID},
+                                   {"0:47", "/", MOUNT_ATTR_NOEXEC},
+                                   {"254:0", "/usr/local/libexec/crisp/crisp-holder", 0},
+                                   {"0:25", "/crisp/logs/x", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV},
+                                   {"254:0", "/var/tmp/with space/dir", MOUNT_ATTR_NODEV}}))
+      << "the mount each is on, the one stacked last; what is mounted below comes along; a path on none is left out";
+  const std::string container =
+      "300 200 0:60 / / rw,relatime - overlay overlay rw\n"
+      "301 300 0:46 / /scratch rw,relatime - tmpfs tmpfs rw,size=64k\n"
+      "302 300 254:0 /var/tmp/rosrc /ro rw,relatime - ext4 /dev/vda rw\n"
+      "303 302 0:47 / /ro/sub rw,noexec,relatime - tmpfs tmpfs rw\n"
+      "304 300 254:0 /usr/local/libexec/crisp/crisp-holder /.crisp/holder ro,relatime - ext4 /dev/vda rw\n"
+      "305 300 254:0 /var/tmp/rosrc /data ro,nosuid,relatime - ext4 /dev/vda rw\n"
+      "306 300 254:0 /var/tmp/other /other rw,relatime - ext4 /dev/vda rw\n";
+  using L = crisp::LostAttrs;
+  EXPECT_EQ(crisp::lost_attrs(crisp::parse_mountinfo(container), attrs),
+            (std::vector<L>{{"/scratch", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV},
+                            {"/ro", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID}}))
+      << "only what lost a restriction: a mount that kept them, asked more, or is of no source is left";
+  EXPECT_TRUE(crisp::parse_mountinfo("garbage\n1 2 3\n\n").empty());
+  EXPECT_EQ(crisp::restricting_attrs("ro,nosuid,nodev,noexec,relatime,rw"),
+            uint64_t{MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC});
 }
 
 TEST(UserRootfs, OnlyANamespaceRuncMadeIsUsed) {
