@@ -2,7 +2,7 @@
 // their sources. runc 1.2 and later (containerd 2.x's) remount every bind mount
 // with the options the spec gives, clearing the per-mount read-only, nosuid,
 // nodev and noexec its source had on the host: a user's bind of a read-only
-// host mount came out writable. crispd gives them back (user_rootfs.h). Pure.
+// host mount came out writable. crispd gives them back (source_restrictions.h). Pure.
 #pragma once
 
 #include <cstdint>

@@ -27,6 +27,7 @@
 #include "agent/host/child_steps.h"
 #include "agent/host/holder_process.h"
 #include "agent/host/mount_info.h"
+#include "agent/host/source_restrictions.h"
 #include "agent/host/squashfs_tools.h"
 #include "common/fd.h"
 #include "common/files.h"
@@ -182,7 +183,6 @@ Fd open_beneath(int dirfd, const std::string& path) {
 struct Plan {
   const RootOverlay& root;
   const std::vector<std::string>& children;  // the container's mounts on its root
-  const std::vector<LostAttrs>& lost;        // what runc's remounts cleared of the host's restrictions
   const RootfsRequest& req;
   int container_ns, userns;
   std::string layers_at, root_at, image_at, data;
@@ -290,11 +290,6 @@ int child_steps(const Plan& p) {
                            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
       return 8;
   }
-  for (const LostAttrs& l : p.lost) {
-    Fd at = open_beneath(overlay.get(), l.mount_point);
-    MountAttr attrs{l.attrs, 0, 0, 0};
-    if (!at || syscall(SYS_mount_setattr, at.get(), "", AT_EMPTY_PATH, &attrs, sizeof attrs) != 0) return 13;
-  }
   // /dev/ptmx, runc's symlink into /dev/pts, made the device itself: opened,
   // it finds the devpts at /dev/pts beside it, the node's (spec_builder.cc).
   Fd dev = open_beneath(overlay.get(), "/dev");
@@ -320,8 +315,7 @@ constexpr const char* kSteps[] = {"",
                                   "writing the user's /etc/passwd and /etc/group",
                                   "making it read-only",
                                   "making /dev/ptmx",
-                                  "the idmapped clone of the squashfs image",
-                                  "keeping the host's read-only, nosuid, nodev and noexec on its mounts"};
+                                  "the idmapped clone of the squashfs image"};
 
 bool same_file(int a, int b) {
   struct stat sa {}, sb {};
@@ -383,10 +377,6 @@ Status make_rootfs_users(const RootfsRequest& req) {
     return fail(ErrorKind::kRefused, "the container's process left the namespaces it was started in");
   auto children = root_children(*info);
   if (!children) return fail(ErrorKind::kUnsupported, children.error());
-  // The host's mounts as crispd sees them: the container's namespace was cloned from this one.
-  auto host = read_text("/proc/self/mountinfo", 16u << 20);
-  if (!host) return fail("cannot read crispd's mounts: " + host.error());
-  std::vector<LostAttrs> lost = lost_attrs(parse_mountinfo(*info), source_attrs(parse_mountinfo(*host), req.bind_sources));
   auto userns = swapping_userns(req.user.uid, req.user.gid);
   if (!userns) return userns.take_error();
   // The new upper layer beside containerd's ("9/crisp-fs"): root's 0755, which the idmap shows as the user's.
@@ -412,11 +402,11 @@ Status make_rootfs_users(const RootfsRequest& req) {
   } else {
     for (const std::string& l : root->lower) lower += ":" + l;
   }
-  Plan plan{*root, *children, lost, req, ns->get(), userns->get(), stage + "/l", stage + "/r", stage + "/i",
+  Plan plan{*root, *children, req, ns->get(), userns->get(), stage + "/l", stage + "/r", stage + "/i",
             "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work +
                 (root->options.empty() ? "" : "," + root->options)};
   auto answer = run_child_steps([&] { return child_steps(plan); }, kChildTimeoutMs);
-  if (!answer || answer->step > 13) return fail("the process giving the container's files to its user died or hung");
+  if (!answer || answer->step > 12) return fail("the process giving the container's files to its user died or hung");
   if (answer->step != 0)
     // Idmapping the layers is what a filesystem may not support (before Linux 6.3, tmpfs; btrfs before 5.15 ...).
     return fail(answer->step == 2 ? ErrorKind::kUnsupported : ErrorKind::kFailed,
@@ -429,6 +419,9 @@ Status make_rootfs_users(const RootfsRequest& req) {
 
 Status give_rootfs_to_user(const RootfsRequest& req) {
   Status made = make_rootfs_users(req);
+  // Where the root stays root's (kUnsupported) too: the mounts are the same.
+  if (made || made.error_kind() == ErrorKind::kUnsupported)
+    if (Status kept = keep_source_restrictions(req.pid, req.bind_sources); !kept) made = kept;
   // Whatever came of it, the holder, undumpable until now (crisp-holder.c), is the tasks' to join.
   Status released = release_holder(req.pid, req.user.uid);
   return made ? released : made;

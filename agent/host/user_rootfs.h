@@ -81,7 +81,7 @@ struct RootfsRequest {
   int image_to_extract = -1;
   std::chrono::seconds extract_timeout{600};
   // The host paths bound into the container: what of their host mounts' read-only,
-  // nosuid, nodev and noexec the runtime cleared is set again (mount_info.h).
+  // nosuid, nodev and noexec the runtime cleared is set again (source_restrictions.h).
   std::vector<std::string> bind_sources;
 };
 
