@@ -31,7 +31,7 @@ PACKAGES=(
   build-essential meson ninja-build pkg-config protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
   libgrpc++-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev googletest libgtest-dev libcurl4-openssl-dev libslurm-dev
   slurmctld slurmd slurm-client munge containerd runc docker-registry skopeo umoci busybox-static debootstrap
-  procps psmisc curl python3 iproute2 util-linux debhelper lintian rpm libpmix-dev libopenmpi-dev libmpich-dev
+  procps psmisc curl socat python3 iproute2 util-linux debhelper lintian rpm libpmix-dev libopenmpi-dev libmpich-dev
   clang libseccomp-dev dpkg-dev squashfs-tools nginx-light prometheus-cpp-dev prometheus apache2-utils
 )
 
@@ -112,6 +112,7 @@ start_daemon() {
   mkdir -p "$LOGS" "$RUN"
   setsid "$@" >>"$LOGS/$name.log" 2>&1 < /dev/null &
   echo $! >"$pidfile"
+  LAST_STARTED=$name
 }
 
 stop_daemon() {
@@ -170,12 +171,10 @@ pass_fail_counts() {
 wait_for() {
   local what=$1 secs=$2; shift 2
   for _ in $(seq $((secs * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-  # What the daemons said meanwhile, so a run elsewhere (CI) shows why.
-  local log
-  for log in $(find "$LOGS" -name '*.log' -mmin -$(((secs + 59) / 60 + 1)) -printf '%T@ %p\n' 2>/dev/null |
-    sort -rn | head -3 | cut -d' ' -f2); do
-    printf 'dev: the end of %s:\n' "$log" >&2
-    tail -5 "$log" | cut -c1-300 >&2
-  done
+  # What the daemon started last said, so a run elsewhere (CI) shows why.
+  if [[ -n ${LAST_STARTED:-} && -f $LOGS/$LAST_STARTED.log ]]; then
+    printf 'dev: the end of %s:\n' "$LOGS/$LAST_STARTED.log" >&2
+    tail -8 "$LOGS/$LAST_STARTED.log" | cut -c1-300 >&2
+  fi
   die "$what did not come up within ${secs}s (logs in $LOGS)"
 }

@@ -9,7 +9,10 @@
 #   dev/matrix.sh SUITE test [NAME...]
 #                                   the unit tests, the plugin's options in srun --help, and the
 #                                   integration tests (all, or NAME...); ends "N passed, N failed"
-#   dev/matrix.sh SUITE run CMD...  CMD in the running cluster's namespaces, from this source tree
+#   dev/matrix.sh SUITE run CMD...  CMD in the running cluster's namespaces, from this source tree;
+#                                   http_proxy=http://127.0.0.1:3142 reaches the archive from there
+#                                   (Pyxis's suite: dev/matrix.sh sid run env http_proxy=... bash
+#                                   ../shared/acceptance/pyxis/run.sh)
 #   dev/matrix.sh SUITE down        stop that cluster and leave its namespaces
 # The root is entered with unshare and pivot_root, not chroot (a chroot refuses user
 # namespaces, which remapped root and runc need). It has namespaces of its own: mounts,
@@ -104,9 +107,29 @@ in_root() {
 }
 
 
+# apt in the root's containers (Pyxis's suite installs packages there): the root's network
+# reaches no archive, so a relay carries plain HTTP from its 127.0.0.1:$RELAY_PORT to the archive
+# this machine's apt names; a command given http_proxy=http://127.0.0.1:$RELAY_PORT reaches it.
+RELAY_PORT=3142
+RELAY_SOCK=/run/crisp-matrix/$SUITE-archive.sock
+start_archive_relay() {
+  local url host pid
+  url=$(debian_mirror)
+  [[ $url == http://* ]] || { echo "dev: $url is not plain HTTP: no archive relay for the root" >&2; return 0; }
+  host=$(sed -E 's#^http://([^/:]+).*#\1#' <<<"$url")
+  pid=$(anchor_pid) || return 1
+  stop_daemon "$RUN/$SUITE-relay-in.pid"; stop_daemon "$RUN/$SUITE-relay-out.pid"
+  rm -f "$RELAY_SOCK"
+  start_daemon "$SUITE-relay-out" "$RUN/$SUITE-relay-out.pid" socat UNIX-LISTEN:"$RELAY_SOCK",fork,mode=600 TCP:"$host":80
+  # In the root's network namespace, with the host's files (the socket above).
+  start_daemon "$SUITE-relay-in" "$RUN/$SUITE-relay-in.pid" nsenter -t "$pid" --net -- \
+    socat TCP-LISTEN:$RELAY_PORT,bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:"$RELAY_SOCK"
+}
+
 leave_root() {
   local pid h
   pid=$(anchor_pid) || return 0
+  stop_daemon "$RUN/$SUITE-relay-in.pid"; stop_daemon "$RUN/$SUITE-relay-out.pid"
   in_root "$CRISP_SRC/dev/down.sh" || true
   # The end of its pid 1 ends every process of the root (shims, holders).
   kill -9 "$pid" 2>/dev/null || true
@@ -170,6 +193,7 @@ case $COMMAND in
       [[ -f $ROOT$STATE/$t ]] || { mkdir -p "$ROOT$STATE" && cp "$STATE/$t" "$ROOT$STATE/$t"; }
     done
     enter_root
+    start_archive_relay || die "the archive relay for the $SUITE root did not start"
     in_root "$CRISP_SRC/dev/up.sh" "$@"
     ;;
   run) in_root "$@" ;;
