@@ -31,7 +31,7 @@ PACKAGES=(
   build-essential meson ninja-build pkg-config protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
   libgrpc++-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev googletest libgtest-dev libcurl4-openssl-dev libslurm-dev
   slurmctld slurmd slurm-client munge containerd runc docker-registry skopeo umoci busybox-static debootstrap
-  procps psmisc curl socat python3 iproute2 util-linux debhelper lintian rpm libpmix-dev libopenmpi-dev libmpich-dev
+  git procps psmisc curl socat python3 iproute2 util-linux debhelper lintian rpm libpmix-dev libopenmpi-dev libmpich-dev
   clang libseccomp-dev dpkg-dev squashfs-tools nginx-light prometheus-cpp-dev prometheus apache2-utils
 )
 

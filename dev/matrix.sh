@@ -97,7 +97,6 @@ enter_root() {
   wait_for "the $SUITE root's namespaces" 30 bash -c "pid=\$(pgrep -P $(cat "$ANCHOR")) && nsenter -t \$pid -m -- test -e /run/crisp-entered"
 }
 
-
 # in_root CMD...: CMD in the root's namespaces and in its cgroup (entering a cgroup namespace
 # moves no process: what CMD starts, Slurm's daemons among them, must start in the root's).
 in_root() {
@@ -105,7 +104,6 @@ in_root() {
   pid=$(anchor_pid) || die "the $SUITE cluster's namespaces are not there: dev/matrix.sh $SUITE up"
   "${IN_ROOT_CGROUP[@]}" nsenter -t "$pid" -m -n -u -C -p -- env -C "$CRISP_SRC" "${INSIDE_ENV[@]}" "$@"
 }
-
 
 # apt in the root's containers (Pyxis's suite installs packages there): the root's network
 # reaches no archive, so a relay carries plain HTTP from its 127.0.0.1:$RELAY_PORT to the archive

@@ -17,5 +17,6 @@ rpmbuild -bb --nodeps --define "_topdir $top" --define "slurm_version ${slurm%%-
   --define "slurm_plugindir /usr/lib/x86_64-linux-gnu/slurm-wlm" --define "_unitdir /lib/systemd/system" \
   "$src/packaging/rpm/crisp.spec" >"$top/build.log" 2>&1 || { tail -40 "$top/build.log"; exit 1; }
 mkdir -p "$src/packaging/out"
+rm -f "$src"/packaging/out/*.rpm  # one rpm out, for the Slurm built against now
 find "$top/RPMS" -name '*.rpm' -exec mv {} "$src/packaging/out/" \;
 ls "$src"/packaging/out/*.rpm
