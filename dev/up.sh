@@ -70,6 +70,16 @@ server = "http://$REGISTRY"
 [host."http://$CACHE_REGISTRY"]
   capabilities = ["pull", "resolve"]
 HOSTS
+# The tests' slow registry (a proxy of $REGISTRY) speaks plain HTTP: said, as a site says it of
+# one, rather than left to containerd's fallback for loopback (1.7 does not fall back from the
+# proxy's answer to a TLS handshake).
+mkdir -p /etc/crisp/containerd/certs.d/127.0.0.1:5001
+cat >/etc/crisp/containerd/certs.d/127.0.0.1:5001/hosts.toml <<HOSTS
+server = "http://127.0.0.1:5001"
+
+[host."http://127.0.0.1:5001"]
+  capabilities = ["pull", "resolve"]
+HOSTS
 # containerd 2.x reads configuration version 3.
 containerd_conf=containerd-crisp.toml
 [[ $(containerd --version | awk '{print $3}') =~ ^v?[2-9]\. ]] && containerd_conf=containerd-crisp-v3.toml
