@@ -46,7 +46,8 @@ std::vector<EnvEdit> task_gpu_env(const std::vector<std::string>& step_env, cons
 // The GPUs, as positions among the step's n, that Slurm's --gpu-bind (or
 // --gpus-per-task) gives local task `task`, read from SLURMD_TRES_BIND
 // ("gpu:per_task:1", "gpu:map_gpu:0,1", "gpu:mask_gpu:0x1,0x2", "verbose," first
-// allowed; newer releases write "gres/gpu:", --tres-bind "map:" and "mask:"); nullopt where it binds by topology (closest, single) or not at all.
+// allowed; newer releases write "gres/gpu:", --tres-bind "map:" and "mask:"); nullopt
+// where it binds by topology (closest, single) or not at all.
 // Slurm's own per-task variables number a task's GPUs among the task's alone
 // under ConstrainDevices (every task sees "0"): inside, all the step's are there.
 std::optional<std::vector<unsigned>> bound_gpus(std::string_view tres_bind, unsigned task, unsigned n);

@@ -62,24 +62,18 @@ start_daemon registry-cache "$RUN/registry-cache-daemon.pid" /usr/sbin/nginx -c 
 wait_for registry-cache 15 curl -sf "http://$CACHE_REGISTRY/v2/"
 
 say "starting crisp's containerd ($CONTAINERD_SOCK)"
-mkdir -p /etc/crisp/containerd/certs.d "/etc/crisp/containerd/certs.d/$CACHE_NAME"
+# hosts_toml NAME SERVER HOST: containerd pulls images named NAME/... from plain-HTTP HOST, SERVER the last resort.
+hosts_toml() {
+  mkdir -p "/etc/crisp/containerd/certs.d/$1"
+  printf 'server = "http://%s"\n\n[host."http://%s"]\n  capabilities = ["pull", "resolve"]\n' "$2" "$3" \
+    >"/etc/crisp/containerd/certs.d/$1/hosts.toml"
+}
 # Images named $CACHE_NAME/... come through the cache, the registry itself the last resort.
-cat >"/etc/crisp/containerd/certs.d/$CACHE_NAME/hosts.toml" <<HOSTS
-server = "http://$REGISTRY"
-
-[host."http://$CACHE_REGISTRY"]
-  capabilities = ["pull", "resolve"]
-HOSTS
+hosts_toml "$CACHE_NAME" "$REGISTRY" "$CACHE_REGISTRY"
 # The tests' slow registry (a proxy of $REGISTRY) speaks plain HTTP: said, as a site says it of
 # one, rather than left to containerd's fallback for loopback (1.7 does not fall back from the
 # proxy's answer to a TLS handshake).
-mkdir -p /etc/crisp/containerd/certs.d/127.0.0.1:5001
-cat >/etc/crisp/containerd/certs.d/127.0.0.1:5001/hosts.toml <<HOSTS
-server = "http://127.0.0.1:5001"
-
-[host."http://127.0.0.1:5001"]
-  capabilities = ["pull", "resolve"]
-HOSTS
+hosts_toml 127.0.0.1:5001 127.0.0.1:5001 127.0.0.1:5001
 # containerd 2.x reads configuration version 3.
 containerd_conf=containerd-crisp.toml
 [[ $(containerd --version | awk '{print $3}') =~ ^v?[2-9]\. ]] && containerd_conf=containerd-crisp-v3.toml
