@@ -17,10 +17,10 @@
 #include "agent/images/image_store.h"
 #include "agent/metrics/metrics_server.h"
 #include "agent/node_metrics.h"
-#include "agent/reconcile.h"
+#include "agent/node_units.h"
 #include "agent/server.h"
-#include "agent/slurm_jobs.h"
-#include "agent/step_manager.h"
+#include "agent/slurm/slurm_jobs.h"
+#include "agent/sweeper.h"
 #include "common/client.h"
 #include "common/log.h"
 #include "common/strings.h"
@@ -187,38 +187,40 @@ int prepare(const Flags& f) {
   return 0;
 }
 
-crisp::StepSettings step_settings(const Flags& f) {
-  crisp::StepSettings settings;
-  settings.node = {f.node, f.holder};
-  settings.runtime_handler = f.handler;
-  settings.entrypoint_timeout = std::chrono::seconds(f.entrypoint_timeout);
-  settings.registry_auth_file = f.registry_auth;
-  settings.devices = f.device_roots;
-  settings.bundle_root = f.bundle_root;
-  settings.tmpfs_size = f.tmpfs_size;
-  settings.squashfs_any_owner = f.squashfs_any_owner;
-  settings.sandbox_image = f.sandbox_image;
-  settings.step_gpus = crisp::slurm_step_gpus;
-  settings.step_liveness = crisp::slurm_step_liveness;
-  settings.hca_policy = f.hca_policy == "nearest" ? crisp::HcaPolicy::kNearestGpu : crisp::HcaPolicy::kAll;
-  settings.spares = {f.spares, f.spares_per_user, std::chrono::seconds(f.spare_grace)};
-  settings.claims_dir = f.claims_dir;
-  settings.imports_per_node = f.max_imports;
-  settings.squashfs_limits = f.squashfs_limits;
-  // Imports and saves unbounded would be any user's way to load the node outside Slurm: said loudly.
-  if (auto group = crisp::WorkCgroup::make(f.squashfs_limits); group)
-    settings.squashfs_cgroup = std::move(*group);
-  else
-    crisp::log_error("imports and saves run unbounded, in crispd's own cgroup: " + group.error());
-  return settings;
+// squashfs: imports' and saves' bounds, their cgroup crispd's (made by serve()).
+crisp::NodeConfig node_config(const Flags& f, crisp::SquashfsBounds squashfs) {
+  crisp::NodeConfig c;
+  c.node = {f.node, f.holder};
+  c.runtime_handler = f.handler;
+  c.start.entrypoint_timeout = std::chrono::seconds(f.entrypoint_timeout);
+  c.start.bundle_root = f.bundle_root;
+  c.registry_auth_file = f.registry_auth;
+  c.devices = f.device_roots;
+  c.host.tmpfs_size = f.tmpfs_size;
+  c.squashfs_any_owner = f.squashfs_any_owner;
+  c.sandbox_image = f.sandbox_image;
+  c.hca_policy = f.hca_policy == "nearest" ? crisp::HcaPolicy::kNearestGpu : crisp::HcaPolicy::kAll;
+  c.spares = {f.spares, f.spares_per_user, std::chrono::seconds(f.spare_grace)};
+  c.claims_dir = f.claims_dir;
+  c.imports_per_node = f.max_imports;
+  c.squashfs = squashfs;
+  return c;
+}
+
+// Imports and saves unbounded would be any user's way to load the node outside Slurm: said loudly.
+crisp::WorkCgroup squashfs_cgroup(const Flags& f) {
+  auto group = crisp::WorkCgroup::make(f.squashfs_limits);
+  if (group) return std::move(*group);
+  crisp::log_error("imports and saves run unbounded, in crispd's own cgroup: " + group.error());
+  return {};
 }
 
 // Metrics on --metrics-address; one that cannot be served is logged, and crispd runs on
 // (containers matter more than their counts).
 std::unique_ptr<crisp::MetricsServer> serve_metrics(const Flags& f, crisp::Metrics& metrics, const crisp::CriClient& cri,
-                                                    const crisp::ImageStore& images, const crisp::StepManager& steps) {
+                                                    const crisp::ImageStore& images, const crisp::SpareContainers& spares) {
   if (f.no_metrics) return nullptr;
-  crisp::add_node_metrics(metrics, cri, images, steps);
+  crisp::add_node_metrics(metrics, cri, images, spares);
   auto server = crisp::MetricsServer::start({f.metrics_address, f.metrics_relay}, metrics);
   if (!server) {
     crisp::log_error("no metrics: " + server.error());
@@ -250,20 +252,26 @@ int serve(const Flags& f) {
   watch.metrics = metrics;
   crisp::ImageStore images(cri, policy, f.private_list, watch);
   crisp::SnapshotClient snapshots(cri.channel(), f.snapshotter, std::chrono::seconds(f.call_timeout));
-  crisp::StepSettings settings = step_settings(f);
-  settings.metrics = metrics;
-  settings.snapshots = &snapshots;
-  crisp::StepManager steps(cri, images, std::move(settings));
-  crisp::Sweeper sweeper(steps, std::chrono::seconds(f.sweep_interval), std::chrono::seconds(f.sandbox_grace),
-                         crisp::slurm_job_liveness);
-  crisp::Server server(steps, images, &sweeper);
+  crisp::WorkCgroup squashfs_group = squashfs_cgroup(f);
+  crisp::SquashfsBounds squashfs;
+  squashfs.cgroup = &squashfs_group;
+  squashfs.limits = f.squashfs_limits;
+  crisp::NodeConfig config = node_config(f, squashfs);
+  config.start.snapshots = &snapshots;
+  crisp::NodeSeams seams;
+  seams.step_gpus = crisp::slurm_step_gpus;
+  seams.step_liveness = crisp::slurm_step_liveness;
+  crisp::NodeUnits units(cri, images, *metrics, std::move(config), std::move(seams));
+  crisp::Sweeper sweeper(units.sweep_parts(), std::chrono::seconds(f.sweep_interval),
+                         std::chrono::seconds(f.sandbox_grace), crisp::slurm_job_liveness);
+  crisp::Server server(units.served());
   if (auto s = server.listen_on(f.socket_path); !s) {
     crisp::log_error(s.error());
     return 1;
   }
   crisp::log_info("crispd " CRISP_VERSION " serving " + f.socket_path + " on node " + f.node);
   // Last made, first gone: its threads read everything above.
-  auto served = serve_metrics(f, *metrics, cri, images, steps);
+  auto served = serve_metrics(f, *metrics, cri, images, units.spares);
   server.serve(g_stop);
   crisp::log_info("crispd stopping");
   return 0;

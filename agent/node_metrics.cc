@@ -1,6 +1,9 @@
 #include "agent/node_metrics.h"
 
+#include "agent/cri/cri_client.h"
+#include "agent/images/image_store.h"
 #include "agent/metrics/metrics_server.h"
+#include "agent/steps/spare_containers.h"
 
 namespace crisp {
 
@@ -17,7 +20,7 @@ std::function<double()> value_of(const std::atomic<T>& a) {
 
 }  // namespace
 
-void add_node_metrics(Metrics& metrics, const CriClient& cri, const ImageStore& images, const StepManager& steps) {
+void add_node_metrics(Metrics& metrics, const CriClient& cri, const ImageStore& images, const SpareContainers& spares) {
   using enum ScrapedType;
   const PullCounters& pulls = images.counters();
   metrics.add_scraped("crisp_pulls_started_total", "Image pulls crispd started", kCounter, one(value_of(pulls.started)));
@@ -25,17 +28,8 @@ void add_node_metrics(Metrics& metrics, const CriClient& cri, const ImageStore& 
                       one(value_of(pulls.merged)));
   metrics.add_scraped("crisp_pulls_cached_total", "Requests whose image was on the node already", kCounter,
                       one(value_of(pulls.cached)));
-  metrics.add_scraped("crisp_steps_created_total", "Step containers crispd answered (made, joined or claimed)", kCounter,
-                      one(value_of(steps.created)));
-  metrics.add_scraped("crisp_steps_released_total", "Steps and jobs released", kCounter, one(value_of(steps.released)));
-  metrics.add_scraped("crisp_spares_total", "Spare containers, by what became of them", kCounter, [&steps] {
-    return std::vector<ScrapedValue>{{{{"event", "made"}}, static_cast<double>(steps.spares_made.load())},
-                                     {{{"event", "claimed"}}, static_cast<double>(steps.spares_claimed.load())},
-                                     {{{"event", "passed_over"}}, static_cast<double>(steps.spares_passed_over.load())},
-                                     {{{"event", "removed"}}, static_cast<double>(steps.spares_removed.load())}};
-  });
   metrics.add_scraped("crisp_spares_ready", "Spare containers ready to be claimed", kGauge,
-                      one([&steps] { return static_cast<double>(steps.spares_ready()); }));
+                      one([&spares] { return static_cast<double>(spares.ready()); }));
   metrics.add_scraped("process_resident_memory_bytes", "crispd's resident memory", kGauge, one(resident_bytes));
   metrics.add_scraped("process_open_fds", "crispd's open file descriptors", kGauge, one(open_descriptors));
   metrics.add_scraped("crisp_containerd_last_answer_age_seconds",

@@ -12,9 +12,7 @@
 #include <optional>
 #include <thread>
 
-#include "agent/images/credentials.h"
 #include "common/client.h"
-#include "common/image_ref.h"
 #include "common/log.h"
 #include "common/slurm_ids.h"
 #include "common/strings.h"
@@ -263,38 +261,24 @@ bool Server::send(int fd, const v1::Response& resp, pid_t pid, std::chrono::seco
   return true;
 }
 
-Result<v1::PullResponse> Server::pull(const v1::PullRequest& req, const PullWaiter& waiter) {
-  auto t0 = std::chrono::steady_clock::now();
-  auto ref = parse_image_ref(req.image());
-  if (!ref) return ref.take_error();
-  auto config = images_.ensure(ref->canonical(), [&] {
-    return credentials_for(nullptr, steps_.settings().registry_auth_file, ref->registry, ref->user);
-  }, waiter);
-  if (!config) return config.take_error();
-  v1::PullResponse out;
-  out.set_image_ref(ref->canonical());
-  out.set_ms(static_cast<uint32_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()));
-  return out;
-}
-
 v1::StatsResponse Server::stats() const {
+  const MetricCounts c = u_.metrics.counts();
   v1::StatsResponse s;
-  s.set_pulls_started(images_.counters().started);
-  s.set_pulls_merged(images_.counters().merged);
-  s.set_pulls_cached(images_.counters().cached);
-  s.set_steps_created(steps_.created);
-  s.set_steps_released(steps_.released);
-  s.set_swept(sweeper_ ? sweeper_->swept() : 0);
-  s.set_pulls_failed(images_.counters().failed);
-  s.set_pulls_stalled(images_.counters().stalled);
-  s.set_prefetches(steps_.prefetches);
-  s.set_prefetch_pulls(steps_.prefetch_pulls);
-  s.set_spares_made(steps_.spares_made);
-  s.set_spares_claimed(steps_.spares_claimed);
-  s.set_spares_passed_over(steps_.spares_passed_over);
-  s.set_spares_removed(steps_.spares_removed);
-  s.set_spares_ready(steps_.spares_ready());
+  s.set_pulls_started(u_.pulls.started);
+  s.set_pulls_merged(u_.pulls.merged);
+  s.set_pulls_cached(u_.pulls.cached);
+  s.set_steps_created(c.steps_created);
+  s.set_steps_released(c.steps_released);
+  s.set_swept(c.swept);
+  s.set_pulls_failed(u_.pulls.failed);
+  s.set_pulls_stalled(u_.pulls.stalled);
+  s.set_prefetches(c.prefetches);
+  s.set_prefetch_pulls(c.prefetch_pulls);
+  s.set_spares_made(c.spares_made);
+  s.set_spares_claimed(c.spares_claimed);
+  s.set_spares_passed_over(c.spares_passed_over);
+  s.set_spares_removed(c.spares_removed);
+  s.set_spares_ready(u_.spares.ready());
   return s;
 }
 
@@ -307,7 +291,7 @@ void Server::release_answered_first(int fd, const v1::Request& req, const Peer& 
   uint32_t job_id = job ? req.release_job().job_id() : req.release_step().job_id();
   std::string what = job ? "job " + std::to_string(job_id) : slurm::step_text(job_id, req.release_step().step_id());
   if (job)
-    if (auto ended = steps_.end_job_processes(job_id); !ended) {
+    if (auto ended = u_.ends.end_job_processes(job_id); !ended) {
       // As before: the whole release, then its answer.
       log_warn("ending the processes of " + what + ": " + ended.error());
       (void)send(fd, handle_safely(req, peer), peer.pid);
@@ -331,17 +315,17 @@ v1::Response Server::handle(const v1::Request& req, const Peer& peer, const Pull
   switch (req.kind_case()) {
     case v1::Request::kCreateStep:
       if (auto r = root_only("creating a container")) return *r;
-      return answer(steps_.create(req.create_step(), waiter), &v1::Response::mutable_create_step);
+      return answer(u_.creator.create(req.create_step(), waiter), &v1::Response::mutable_create_step);
     case v1::Request::kReleaseStep:
       if (auto r = root_only("releasing a step")) return *r;
-      return answer(steps_.release_step(req.release_step().job_id(), req.release_step().step_id()),
+      return answer(u_.ends.release_step(req.release_step().job_id(), req.release_step().step_id()),
                     &v1::Response::mutable_release);
     case v1::Request::kSaveStep:
       if (auto r = root_only("saving a container")) return *r;
-      return answer(steps_.save_step(req.save_step()), &v1::Response::mutable_save_step);
+      return answer(u_.saver.save(req.save_step()), &v1::Response::mutable_save_step);
     case v1::Request::kImport:
       // Any user, into their own file, with their own registry credentials.
-      return answer(steps_.import_image(peer.uid, peer.gid, req.import().image(), req.import().path(), waiter),
+      return answer(u_.importer.import(peer.uid, peer.gid, req.import().image(), req.import().path(), waiter),
                     &v1::Response::mutable_import);
     case v1::Request::kRemoveNamed: {
       // A user's own containers only; root may name anyone's.
@@ -349,24 +333,24 @@ v1::Response Server::handle(const v1::Request& req, const Peer& peer, const Pull
       uint32_t uid = peer.uid == 0 ? rm.uid() : peer.uid;
       if (rm.name().empty() && rm.spares()) {
         v1::ReleaseResponse out;
-        out.set_removed_containers(steps_.remove_spares(peer.uid == 0 && rm.all_users() ? std::nullopt : std::optional(uid)));
+        out.set_removed_containers(u_.spares.remove(peer.uid == 0 && rm.all_users() ? std::nullopt : std::optional(uid)));
         return answer(Result<v1::ReleaseResponse>(out), &v1::Response::mutable_release);
       }
-      return answer(steps_.remove_named(uid, rm.name()), &v1::Response::mutable_release);
+      return answer(u_.ends.remove_named(uid, rm.name()), &v1::Response::mutable_release);
     }
     case v1::Request::kReleaseJob:
       if (auto r = root_only("releasing a job")) return *r;
-      return answer(steps_.release_job(req.release_job().job_id()), &v1::Response::mutable_release);
+      return answer(u_.ends.release_job(req.release_job().job_id()), &v1::Response::mutable_release);
     case v1::Request::kList:
       // A user sees only their own jobs' containers.
-      return answer(steps_.list(req.list().job_id(), peer.uid == 0 ? -1 : static_cast<int64_t>(peer.uid)),
+      return answer(u_.containers.list(req.list().job_id(), peer.uid == 0 ? -1 : static_cast<int64_t>(peer.uid)),
                     &v1::Response::mutable_list);
     case v1::Request::kPull:
       if (auto r = root_only("pulling an image")) return *r;
-      return answer(pull(req.pull(), waiter), &v1::Response::mutable_pull);
+      return answer(u_.images.pull(req.pull(), waiter), &v1::Response::mutable_pull);
     case v1::Request::kPrefetch:
       if (auto r = root_only("prefetching an image")) return *r;
-      return answer(steps_.prefetch(req.prefetch()), &v1::Response::mutable_prefetch);
+      return answer(u_.images.prefetch(req.prefetch()), &v1::Response::mutable_prefetch);
     case v1::Request::kStats:
       return answer(Result<v1::StatsResponse>(stats()), &v1::Response::mutable_stats);
     case v1::Request::KIND_NOT_SET:

@@ -8,10 +8,16 @@
 #include <mutex>
 #include <string>
 
-#include "agent/images/image_store.h"
-#include "agent/reconcile.h"
-#include "agent/step_manager.h"
+#include "agent/images/pull_waiter.h"
+#include "agent/steps/containers.h"
+#include "agent/steps/image_importer.h"
+#include "agent/steps/image_requests.h"
+#include "agent/steps/spare_containers.h"
+#include "agent/steps/step_creator.h"
+#include "agent/steps/step_ends.h"
+#include "agent/steps/step_saver.h"
 #include "common/fd.h"
+#include "crisp.pb.h"
 
 namespace crisp {
 
@@ -21,10 +27,22 @@ struct Peer {
   gid_t gid = 0;
 };
 
+// The units crispd's requests go to: the server authorizes, then calls the one that does it.
+struct ServedUnits {
+  StepCreator& creator;
+  StepEnds& ends;
+  Containers& containers;
+  StepSaver& saver;
+  ImageImporter& importer;
+  ImageRequests& images;
+  SpareContainers& spares;
+  const PullCounters& pulls;
+  Metrics& metrics;
+};
+
 class Server {
  public:
-  Server(StepManager& steps, ImageStore& images, const Sweeper* sweeper)
-      : steps_(steps), images_(images), sweeper_(sweeper) {}
+  explicit Server(ServedUnits units) : u_(units) {}
 
   // Binds socket_path (mode 0666: every user may list their own jobs).
   Status listen_on(const std::string& socket_path);
@@ -55,15 +73,12 @@ class Server {
   void leave(const Peer& peer);
   void serve_connection(int fd, const Peer& peer);
   void release_answered_first(int fd, const v1::Request& req, const Peer& peer);
-  Result<v1::PullResponse> pull(const v1::PullRequest& req, const PullWaiter& waiter);
   v1::StatsResponse stats() const;
-  Metrics& metrics() const { return *steps_.settings().metrics; }
+  Metrics& metrics() const { return u_.metrics; }
   static constexpr std::chrono::seconds kIoTimeout{10};
   bool send(int fd, const v1::Response& resp, pid_t pid, std::chrono::seconds timeout = kIoTimeout);
 
-  StepManager& steps_;
-  ImageStore& images_;
-  const Sweeper* sweeper_;
+  const ServedUnits u_;
   Fd listen_fd_;
   std::atomic<int> active_{0};
   std::mutex slots_mu_;

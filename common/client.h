@@ -33,7 +33,6 @@ class AgentCall {
                                  std::chrono::milliseconds timeout);
   // crispd's answer, or the error it answered with; idle bounds the silence between its frames.
   Result<v1::Response> finish(const ProgressSink& progress = {}, std::chrono::milliseconds idle = kIdleTimeout);
-  bool pending() const { return fd_.get() >= 0; }
 
  private:
   AgentCall(Fd fd, Deadline deadline, std::string socket_path, std::chrono::milliseconds timeout)

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -57,6 +58,8 @@ Result<std::string> read_text(const std::string& path, size_t max_bytes) {
   if (data->size() > max_bytes) return fail(path + " is larger than " + std::to_string(max_bytes) + " bytes");
   return data;
 }
+
+bool process_gone(int pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
 
 Result<uint64_t> process_start_time(int pid) {
   auto stat = read_text("/proc/" + std::to_string(pid) + "/stat", 4096);

@@ -1,4 +1,4 @@
-// Pure builders of the CRI configs for a job's sandbox and a step's holder
+// Pure builders of the CRI configs for a user's sandbox and a step's holder
 // container, and the parser of ImageStatus's verbose info. No I/O here.
 #pragma once
 

@@ -119,16 +119,19 @@ bool parse_cri_log_line(const std::string& line, std::string& message) {
 
 namespace {
 
-// The last max_bytes of a file, raw; cut: it began before them.
-std::string file_tail(const std::string& path, size_t max_bytes, bool& cut) {
+// The last max_bytes of a file, raw; cut: the file began before them.
+struct FileTail {
+  std::string text;
+  bool cut = false;
+};
+FileTail file_tail(const std::string& path, size_t max_bytes) {
   Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
-  cut = false;
-  if (!fd || fstat(fd.get(), &st) != 0) return "";
-  cut = st.st_size > static_cast<off_t>(max_bytes);
-  if (cut && lseek(fd.get(), st.st_size - static_cast<off_t>(max_bytes), SEEK_SET) < 0) return "";
+  if (!fd || fstat(fd.get(), &st) != 0) return {};
+  bool cut = st.st_size > static_cast<off_t>(max_bytes);
+  if (cut && lseek(fd.get(), st.st_size - static_cast<off_t>(max_bytes), SEEK_SET) < 0) return {"", cut};
   auto text = read_up_to(fd.get(), max_bytes);
-  return text ? *text : "";
+  return {text ? *text : "", cut};
 }
 
 std::string messages_of(const std::string& raw, bool cut) {
@@ -167,17 +170,15 @@ void CriLogTail::rotate_if_large() {
   if (rename(path_.c_str(), old.c_str()) != 0) return;
   // The runtime writes on to the renamed file until it reopens the path.
   if (auto s = reopen_(); !s) log_warn("cannot reopen the container's log " + path_ + ": " + s.error());
-  bool cut = false;
-  keep(file_tail(old, max_, cut));
+  keep(file_tail(old, max_).text);
   unlink(old.c_str());
 }
 
 std::string CriLogTail::messages() {
   wait_until_still(path_);
-  bool cut = false;
-  std::string rest = file_tail(path_, max_, cut);
-  bool began_before = !kept_.empty() || cut;
-  keep(rest);
+  FileTail rest = file_tail(path_, max_);
+  bool began_before = !kept_.empty() || rest.cut;
+  keep(rest.text);
   return messages_of(kept_, began_before);
 }
 

@@ -20,6 +20,16 @@ namespace crisp {
 // The path predates staged mounts: containers made then still name it.
 inline constexpr const char* kMountsBase = "/run/crisp/tmpfs";
 
+// Where crispd makes what containers need on the host, each a root-only directory of its own.
+struct HostDirs {
+  explicit HostDirs(const std::string& base = kMountsBase)
+      : mounts(base), hca_views(base + "-hca"), rootfs_stage(base + "-rootfs"), imports(base + "-import") {}
+  std::string mounts;        // each container's mount root: its tmpfs mounts and staged user sources
+  std::string hca_views;     // each container's view of /sys/class/infiniband
+  std::string rootfs_stage;  // where a container's root is made the user's
+  std::string imports;       // crispctl import's stages
+};
+
 // Makes base (0700) and root = base/key afresh (a leftover of a crashed crispd goes first).
 Status make_mount_root(const std::string& base, const std::string& root);
 // A tmpfs owned by uid:gid (mode 0700) at root/INDEX; options (checked by

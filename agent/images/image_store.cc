@@ -63,21 +63,21 @@ bool ImageStore::is_private(const std::string& ref) {
   return private_.count(ref) > 0;
 }
 
-Result<ImageConfig> ImageStore::read_config(const std::string& ref, bool& present) {
+Result<std::optional<ImageConfig>> ImageStore::read_config(const std::string& ref) {
   auto st = cri_.image_status(ref, true);
   if (!st) return st.take_error();
-  present = st->has_image();
-  if (!present) return ImageConfig{};
+  if (!st->has_image()) return std::optional<ImageConfig>();
   std::map<std::string, std::string> info(st->info().begin(), st->info().end());
   auto config = parse_image_info(info);
-  if (config) config->id = st->image().id();
-  return config;
+  if (!config) return config.take_error();
+  config->id = st->image().id();
+  return std::optional<ImageConfig>(std::move(*config));
 }
 
 Result<ImageConfig> ImageStore::config_of(const std::string& ref, const CredentialSource& credentials) {
-  bool present = false;
-  auto config = read_config(ref, present);
-  if (!config || present) return config;
+  auto config = read_config(ref);
+  if (!config) return config.take_error();
+  if (*config) return **config;
   return ensure(ref, credentials);
 }
 
@@ -146,16 +146,15 @@ Result<ImageConfig> ImageStore::ensure(const std::string& ref, const CredentialS
       if (entry->pull) {
         pull = entry->pull;
       } else {
-        bool present = false;
-        auto config = read_config(ref, present);
-        if (!config) return config;
-        if (present) {
+        auto found = read_config(ref);
+        if (!found) return found.take_error();
+        if (*found) {
           bool guarded = policy_ == PrivateImagePolicy::kAlways || (policy_ == PrivateImagePolicy::kPrivate && is_private(ref));
           // The pull this request started checked its own credentials.
           if (guarded && !started)
             if (auto s = recheck(ref, credentials); !s) return s.take_error();
           if (!started) (waited ? counters_.merged : counters_.cached)++;
-          return config;
+          return **found;
         }
         if (waited) return fail("image " + ref + " vanished from the store right after its pull");
         auto found = look_up(credentials);
@@ -175,10 +174,9 @@ Result<bool> ImageStore::prefetch(const std::string& ref, const CredentialSource
   auto entry = entry_for(ref);
   std::lock_guard lock(entry->mu);
   if (entry->pull) return true;
-  bool present = false;
-  auto config = read_config(ref, present);
+  auto config = read_config(ref);
   if (!config) return config.take_error();
-  if (present) return false;
+  if (*config) return false;
   auto found = look_up(credentials);
   if (!found) return found.take_error();
   if (auto made = start_pull(ref, *found, entry, uid); !made) return made.take_error();

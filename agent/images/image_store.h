@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -20,6 +21,7 @@
 #include "agent/cri/spec_builder.h"
 #include "agent/images/pull_error.h"
 #include "agent/images/pull_progress.h"
+#include "agent/images/pull_waiter.h"
 #include "agent/images/registry_auth.h"
 #include "agent/metrics/metrics.h"
 
@@ -31,16 +33,6 @@ struct PullCounters {
   std::atomic<uint64_t> cached{0};
   std::atomic<uint64_t> failed{0};
   std::atomic<uint64_t> stalled{0};
-};
-
-// What a request waiting on a pull is asked and told.
-struct PullWaiter {
-  // Checked every second while it waits: why to stop waiting (its step ended), if so.
-  std::function<std::optional<std::string>()> stop;
-  // A progress line, once the wait has taken a few seconds and then every few.
-  std::function<void(const std::string&)> progress;
-  // Whose request: a pull it starts counts against that user's (0: an admin's, no limit).
-  uint32_t uid = 0;
 };
 
 // How pulls are watched (crispd's flags).
@@ -118,7 +110,8 @@ class ImageStore {
     std::shared_ptr<Pull> pull;   // the one under way, if any
   };
   std::shared_ptr<Entry> entry_for(const std::string& ref);
-  Result<ImageConfig> read_config(const std::string& ref, bool& present);
+  // The image's config; nullopt: the node does not have it.
+  Result<std::optional<ImageConfig>> read_config(const std::string& ref);
   // Call with entry.mu held: a new pull of ref, on a thread of its own, unless limits forbid.
   Result<std::shared_ptr<Pull>> start_pull(const std::string& ref, const std::optional<RegistryCredential>& auth,
                                            const std::shared_ptr<Entry>& entry, uint32_t uid);

@@ -24,6 +24,20 @@ constexpr const char* kFailurePhases[] = {"join",   "image",  "paths",  "devices
 constexpr const char* kSweepCauses[] = {"exited",        "job_over",       "idle_sandbox",
                                         "spare_expired", "spare_orphaned", "spare_stray"};
 
+const char* event_label(SpareEvent event) {
+  switch (event) {
+    case SpareEvent::kMade: return "made";
+    case SpareEvent::kClaimed: return "claimed";
+    case SpareEvent::kPassedOver: return "passed_over";
+    case SpareEvent::kRemoved: return "removed";
+  }
+  return "made";
+}
+
+uint64_t value_of(prometheus::Family<prometheus::Counter>& family, const prometheus::Labels& labels) {
+  return static_cast<uint64_t>(family.Add(labels).Value());
+}
+
 template <class Builder>
 auto& family(Builder builder, const char* name, const char* help, prometheus::Registry& registry) {
   return builder.Name(name).Help(help).Register(registry);
@@ -76,6 +90,15 @@ Metrics::Metrics()
                             "Time crispd took to give a step its container (setups that succeeded), by kind", *registry_)),
       setup_failures_(family(prometheus::BuildCounter(), "crisp_setup_failures_total",
                              "Step container setups that failed, by the phase they failed in", *registry_)),
+      created_(family(prometheus::BuildCounter(), "crisp_steps_created_total",
+                      "Step containers crispd answered (made, joined or claimed)", *registry_)
+                   .Add({})),
+      released_(family(prometheus::BuildCounter(), "crisp_steps_released_total", "Steps and jobs released", *registry_)
+                    .Add({})),
+      prefetches_(family(prometheus::BuildCounter(), "crisp_prefetches_total",
+                         "Job prologs' prefetches, by whether the image was pulling or present", *registry_)),
+      spares_(family(prometheus::BuildCounter(), "crisp_spares_total", "Spare containers, by what became of them",
+                     *registry_)),
       setup_cancelled_(family(prometheus::BuildCounter(), "crisp_setup_cancelled_total",
                               "Step container setups left because the step or its client went first", *registry_)
                            .Add({})),
@@ -102,6 +125,9 @@ Metrics::Metrics()
   for (const char* reason : {"not_root", "overloaded", "bad_input"}) refused_.Add({{"reason", reason}});
   for (const char* cause : kSweepCauses) swept_.Add({{"cause", cause}});
   for (const char* result : {"ok", "failed"}) pull_seconds_.Add({{"result", result}}, kPullBuckets);
+  for (const char* image : {"pulling", "present"}) prefetches_.Add({{"image", image}});
+  for (auto event : {SpareEvent::kMade, SpareEvent::kClaimed, SpareEvent::kPassedOver, SpareEvent::kRemoved})
+    spares_.Add({{"event", event_label(event)}});
   present({}, 0);
 }
 
@@ -120,7 +146,14 @@ void Metrics::setup_phase(SetupKind kind, std::string_view phase, double seconds
 
 void Metrics::setup_done(SetupKind kind, double seconds) {
   setup_seconds_.Add({{"kind", kind_label(kind)}}, kSetupBuckets).Observe(seconds);
+  created_.Increment();
 }
+
+void Metrics::released() { released_.Increment(); }
+
+void Metrics::prefetched(bool pulling) { prefetches_.Add({{"image", pulling ? "pulling" : "present"}}).Increment(); }
+
+void Metrics::spare(SpareEvent event) { spares_.Add({{"event", event_label(event)}}).Increment(); }
 
 void Metrics::setup_failed(std::string_view phase) { setup_failures_.Add({{"phase", std::string(phase)}}).Increment(); }
 
@@ -152,6 +185,20 @@ void Metrics::present(const std::map<std::string, double>& containers, double sa
 void Metrics::add_scraped(std::string name, std::string help, ScrapedType type,
                           std::function<std::vector<ScrapedValue>()> read) {
   scraped_->add({std::move(name), std::move(help), type, std::move(read)});
+}
+
+MetricCounts Metrics::counts() const {
+  MetricCounts c;
+  c.steps_created = static_cast<uint64_t>(created_.Value());
+  c.steps_released = static_cast<uint64_t>(released_.Value());
+  for (const char* cause : kSweepCauses) c.swept += value_of(swept_, {{"cause", cause}});
+  c.prefetch_pulls = value_of(prefetches_, {{"image", "pulling"}});
+  c.prefetches = c.prefetch_pulls + value_of(prefetches_, {{"image", "present"}});
+  c.spares_made = value_of(spares_, {{"event", "made"}});
+  c.spares_claimed = value_of(spares_, {{"event", "claimed"}});
+  c.spares_passed_over = value_of(spares_, {{"event", "passed_over"}});
+  c.spares_removed = value_of(spares_, {{"event", "removed"}});
+  return c;
 }
 
 std::vector<prometheus::MetricFamily> Metrics::collect() const {

@@ -26,6 +26,15 @@ namespace crisp {
 enum class SetupKind { kNew, kNamedJoin, kSpareClaim };
 // Why crispd refused a request before doing it.
 enum class Refusal { kNotRoot, kOverloaded, kBadInput };
+// What became of a spare container.
+enum class SpareEvent { kMade, kClaimed, kPassedOver, kRemoved };
+
+// The counters `crispctl stats` shows, read back from the metrics (one count of each thing).
+struct MetricCounts {
+  uint64_t steps_created = 0, steps_released = 0, swept = 0;
+  uint64_t prefetches = 0, prefetch_pulls = 0;
+  uint64_t spares_made = 0, spares_claimed = 0, spares_passed_over = 0, spares_removed = 0;
+};
 
 // One value read at scrape time, with its labels (name, value).
 struct ScrapedValue {
@@ -50,6 +59,10 @@ class Metrics {
   // A pull crispd started: its end. reason: "" when it succeeded, else why not.
   void pull_ended(std::string_view reason, double seconds, double bytes);
   void refused(Refusal why);
+  void released();
+  // A job prolog's prefetch; pulling: it started (or joined) a pull, the image was not there.
+  void prefetched(bool pulling);
+  void spare(SpareEvent event);
   void swept(std::string_view cause, uint64_t n = 1);
   // What containerd holds of crispd's, as the last sweep saw it: containers by kind
   // (step, named, spare), and the users' sandboxes.
@@ -61,6 +74,7 @@ class Metrics {
 
   // Everything, for the text served (metrics_server.h) or a test.
   std::vector<prometheus::MetricFamily> collect() const;
+  MetricCounts counts() const;
 
  private:
   class Scraped;
@@ -69,6 +83,10 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>& phase_seconds_;
   prometheus::Family<prometheus::Histogram>& setup_seconds_;
   prometheus::Family<prometheus::Counter>& setup_failures_;
+  prometheus::Counter& created_;
+  prometheus::Counter& released_;
+  prometheus::Family<prometheus::Counter>& prefetches_;
+  prometheus::Family<prometheus::Counter>& spares_;
   prometheus::Counter& setup_cancelled_;
   prometheus::Family<prometheus::Counter>& pull_failures_;
   prometheus::Family<prometheus::Histogram>& pull_seconds_;

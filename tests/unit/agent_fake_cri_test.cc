@@ -16,9 +16,9 @@
 
 #include "agent/cri/labels.h"
 #include "agent/images/image_store.h"
-#include "agent/reconcile.h"
+#include "agent/node_units.h"
 #include "agent/server.h"
-#include "agent/step_manager.h"
+#include "agent/sweeper.h"
 #include "common/client.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -211,6 +211,34 @@ class FakeCri final : public cri::RuntimeService::Service, public cri::ImageServ
   }
 };
 
+// A crispd's configuration and seams, as the tests set them.
+struct NodeSetup {
+  crisp::NodeConfig config;
+  crisp::NodeSeams seams;
+};
+
+// One crispd's units against the fake, wired as crispd.cc wires them, with its own metrics.
+struct Node {
+  Node(crisp::CriClient& cri, crisp::ImageStore& store, NodeSetup s)
+      : units(cri, store, metrics, std::move(s.config), std::move(s.seams)) {}
+  crisp::Result<crisp::v1::CreateStepResponse> create(const crisp::v1::CreateStepRequest& req,
+                                                      const crisp::PullWaiter& waiter = {}) {
+    return units.creator.create(req, waiter);
+  }
+  crisp::Result<crisp::v1::ReleaseResponse> release_step(uint32_t job, uint32_t step) {
+    return units.ends.release_step(job, step);
+  }
+  crisp::Result<crisp::v1::ReleaseResponse> release_job(uint32_t job) { return units.ends.release_job(job); }
+  crisp::Status end_job_processes(uint32_t job) { return units.ends.end_job_processes(job); }
+  crisp::Result<crisp::v1::ListResponse> list(uint32_t job, int64_t only_uid) { return units.containers.list(job, only_uid); }
+  uint64_t sweep(std::chrono::seconds grace, const crisp::JobCheck& jobs = {}) {
+    return crisp::sweep_once(units.sweep_parts(), grace, jobs);
+  }
+
+  crisp::Metrics metrics;
+  crisp::NodeUnits units;
+};
+
 class AgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -228,8 +256,8 @@ class AgentTest : public ::testing::Test {
     client_ = std::make_unique<crisp::CriClient>(endpoint_, 5s, 30s, 4);
     images_ = std::make_unique<crisp::ImageStore>(*client_);
     auto s = settings();
-    s.tmpfs_base = dir_ + "/tmpfs";
-    steps_ = std::make_unique<crisp::StepManager>(*client_, *images_, s);
+    s.config.host.dirs = crisp::HostDirs(dir_ + "/tmpfs");
+    steps_ = std::make_unique<Node>(*client_, *images_, s);
   }
   void TearDown() override {
     for (pid_t k : keepers) {
@@ -241,18 +269,18 @@ class AgentTest : public ::testing::Test {
     (void)!system(("rm -rf " + dir_).c_str());
   }
   // The fake's containers report this test's pid, so the "holder" is this binary.
-  static crisp::StepSettings settings() {
-    crisp::StepSettings s;
-    s.node = {"n1", "/bin/true"};
-    s.stop_timeout_s = 0;
+  static NodeSetup settings() {
+    NodeSetup s;
+    s.config.node = {"n1", "/bin/true"};
+    s.config.stop_timeout_s = 0;
     char exe[4096] = {};
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    s.holder_exe = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
+    s.config.start.holder_exe = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
     // The fake's "holder" is this test, not a container: the real thing is host_test's and the cluster's.
     // Nor may it be killed: the holders ended are counted instead.
-    s.end_holder = [](int) { ++holders_ended; };
+    s.seams.end_process = [](int) { ++holders_ended; };
     // A step's keeper: a child that waits, killed at the test's end.
-    s.start_session = [](const crisp::SessionRequest& r) -> crisp::Result<crisp::SessionKeeper> {
+    s.seams.start_session = [](const crisp::SessionRequest& r) -> crisp::Result<crisp::SessionKeeper> {
       last_session = r;
       pid_t pid = fork();
       if (pid == 0) {
@@ -266,7 +294,7 @@ class AgentTest : public ::testing::Test {
       if (!fd) return fd.take_error();
       return crisp::SessionKeeper{pid, *started, std::move(*fd)};
     };
-    s.give_rootfs = [](const crisp::RootfsRequest& r) -> crisp::Status {
+    s.seams.give_rootfs = [](const crisp::RootfsRequest& r) -> crisp::Status {
       if (r.user.uid == 0 && r.user.user.empty()) return crisp::fail("no user to give the files to");
       return crisp::Ok{};
     };
@@ -298,7 +326,7 @@ class AgentTest : public ::testing::Test {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<crisp::CriClient> client_;
   std::unique_ptr<crisp::ImageStore> images_;
-  std::unique_ptr<crisp::StepManager> steps_;
+  std::unique_ptr<Node> steps_;
 };
 
 TEST_F(AgentTest, ConcurrentRequestsForOneImageMakeOnePull) {
@@ -345,11 +373,11 @@ TEST_F(AgentTest, AStepCancelledWhileItsImageIsPulledFailsAtOnce) {
   fake_.pull_delay = 5s;
   auto s = settings();
   std::atomic<int> asked{0};
-  s.step_liveness = [&](uint32_t, uint32_t) {
+  s.seams.step_liveness = [&](uint32_t, uint32_t) {
     asked++;
     return crisp::JobLiveness::kOver;
   };
-  crisp::StepManager steps(*client_, *images_, s);
+  Node steps(*client_, *images_, s);
   auto t0 = std::chrono::steady_clock::now();
   auto r = steps.create(step(31, 2));
   auto waited = std::chrono::steady_clock::now() - t0;
@@ -363,13 +391,13 @@ TEST_F(AgentTest, AStepCancelledWhileItsImageIsPulledFailsAtOnce) {
 TEST_F(AgentTest, TheRootFilesystemGoesToTheStepsUserOrTheCreateIsUndone) {
   auto s = settings();
   std::vector<crisp::RootfsRequest> asked;
-  s.give_rootfs = [&](const crisp::RootfsRequest& r) -> crisp::Status {
+  s.seams.give_rootfs = [&](const crisp::RootfsRequest& r) -> crisp::Status {
     asked.push_back(r);
     if (r.user.uid == 1002) return crisp::fail("cannot give the container's files to its user: mounting the overlay: EINVAL");
     if (r.user.uid == 1003) return crisp::fail(crisp::ErrorKind::kUnsupported, "the container's root is btrfs");
     return crisp::Ok{};
   };
-  crisp::StepManager steps(*client_, *images_, s);
+  Node steps(*client_, *images_, s);
   auto r = step(40, 0, 1001);
   r.set_readonly_rootfs(true);
   ASSERT_TRUE(steps.create(r).ok());
@@ -425,9 +453,9 @@ TEST_F(AgentTest, StepsShareTheUserSandboxWhichOutlivesTheJobUntilIdle) {
   EXPECT_NE(sandbox_of(*other_user), sandbox) << "one sandbox per user";
   ASSERT_TRUE(steps_->release_job(8).ok());
   ASSERT_TRUE(steps_->release_job(9).ok());
-  EXPECT_EQ(crisp::sweep_once(*steps_, 3600s), 0u) << "idle for less than the grace";
+  EXPECT_EQ(steps_->sweep(3600s), 0u) << "idle for less than the grace";
   EXPECT_EQ(fake_.sandboxes.size(), 2u);
-  EXPECT_EQ(crisp::sweep_once(*steps_, 0s), 2u) << "idle past the grace";
+  EXPECT_EQ(steps_->sweep(0s), 2u) << "idle past the grace";
   EXPECT_TRUE(fake_.sandboxes.empty());
 }
 
@@ -441,10 +469,10 @@ TEST_F(AgentTest, TheSweepRemovesRunningContainersOfJobsThatAreOver) {
     asked.push_back(job);
     return job == 21 ? crisp::JobLiveness::kOver : job == 22 ? crisp::JobLiveness::kUnknown : crisp::JobLiveness::kAlive;
   };
-  EXPECT_EQ(crisp::sweep_once(*steps_, 3600s, jobs), 1u);
+  EXPECT_EQ(steps_->sweep(3600s, jobs), 1u);
   EXPECT_EQ(fake_.containers.size(), 2u) << "job 21's went; the live job's and the unknown one's stay";
   EXPECT_EQ(asked.size(), 3u) << "each job asked once";
-  EXPECT_EQ(crisp::sweep_once(*steps_, 3600s), 0u) << "without slurmctld's word, running containers stay";
+  EXPECT_EQ(steps_->sweep(3600s), 0u) << "without slurmctld's word, running containers stay";
 }
 
 TEST_F(AgentTest, ConcurrentStartsWaitForATaskSlotAndAllSucceed) {
@@ -469,7 +497,7 @@ TEST_F(AgentTest, FailedStartLeavesNothingBehind) {
   EXPECT_NE(a.error().find("exec format error"), std::string::npos) << a.error();
   EXPECT_TRUE(fake_.containers.empty());
   ASSERT_TRUE(steps_->release_job(8).ok());  // the job's end, as the epilog sends it
-  EXPECT_EQ(crisp::sweep_once(*steps_, 0s), 1u);  // the user's sandbox, idle
+  EXPECT_EQ(steps_->sweep(0s), 1u);  // the user's sandbox, idle
   EXPECT_TRUE(fake_.sandboxes.empty());
 }
 
@@ -530,7 +558,7 @@ TEST_F(AgentTest, AJobsEndEndsItsHoldersBeforeContainerdRemovesThem) {
   ASSERT_TRUE(steps_->release_job(20).ok());
   EXPECT_EQ(fake_.containers.size(), 1u);
 
-  crisp::StepManager restarted(*client_, *images_, settings());
+  Node restarted(*client_, *images_, settings());
   holders_ended = 0;
   ASSERT_TRUE(restarted.end_job_processes(21).ok());
   EXPECT_EQ(holders_ended, 0);
@@ -547,13 +575,13 @@ TEST_F(AgentTest, SweepRemovesExitedContainersAndEmptySandboxes) {
     for (auto& [id, c] : fake_.containers)
       if (c.labels().at(crisp::labels::kJob) == "11") c.set_state(cri::CONTAINER_EXITED);
   }
-  EXPECT_EQ(crisp::sweep_once(*steps_, 0s), 2u);  // job 11's container, then its user's empty sandbox
+  EXPECT_EQ(steps_->sweep(0s), 2u);  // job 11's container, then its user's empty sandbox
   EXPECT_EQ(fake_.containers.size(), 1u);
   EXPECT_EQ(fake_.sandboxes.size(), 1u);
 }
 
 TEST_F(AgentTest, ServerRefusesNonRootAndShowsUsersOnlyTheirJobs) {
-  crisp::Server server(*steps_, *images_, nullptr);
+  crisp::Server server(steps_->units.served());
   crisp::v1::Request create;
   *create.mutable_create_step() = step(13, 0, 1000);
   auto denied = server.handle(create, {1, 1000, 1000});
@@ -574,7 +602,7 @@ TEST_F(AgentTest, ServerRefusesNonRootAndShowsUsersOnlyTheirJobs) {
 
 TEST_F(AgentTest, LongPullKeepsTheClientWaitingWithKeepalives) {
   fake_.pull_delay = crisp::kKeepaliveInterval + 2s;
-  crisp::Server server(*steps_, *images_, nullptr);
+  crisp::Server server(steps_->units.served());
   std::string sock = dir_ + "/crispd.sock";
   ASSERT_TRUE(server.listen_on(sock).ok());
   std::atomic<bool> stop{false};
@@ -616,7 +644,7 @@ TEST_F(AgentTest, AJobsLockOutlivesItsEndWhileAThreadWaitsOnIt) {
   std::atomic<bool> waiter_held{false}, waiter_in{false}, newcomer_trying{false}, newcomer_in{false};
   std::thread waiter([&] {
     waiter_tid = gettid();
-    auto l = steps_->lock_job(5);
+    auto l = steps_->units.locks.lock_job(5);
     waiter_held = waiter_in = true;
     // Kept until the newcomer waits on the same lock (or, wrongly, holds one of its own).
     within_10s([&] { return newcomer_in || (newcomer_trying && waits_on_a_lock(newcomer)); });
@@ -629,7 +657,7 @@ TEST_F(AgentTest, AJobsLockOutlivesItsEndWhileAThreadWaitsOnIt) {
   bool overlap = false;
   newcomer_trying = true;  // from here it does nothing but take the lock (a join also waits in futex)
   {
-    auto l = steps_->lock_job(5);
+    auto l = steps_->units.locks.lock_job(5);
     newcomer_in = true;
     overlap = waiter_in;
   }
@@ -653,14 +681,14 @@ TEST_F(AgentTest, GpusNamedInTheEnvironmentNeedSlurmctldsWord) {
   ASSERT_FALSE(refused.ok()) << "no controller to ask: refused, not trusted";
   EXPECT_EQ(refused.error(), "crispd cannot confirm the step's GPUs: it has no Slurm controller to ask");
   auto s = settings();
-  s.tmpfs_base = dir_ + "/tmpfs";
+  s.config.host.dirs = crisp::HostDirs(dir_ + "/tmpfs");
   std::vector<std::string> asked;
-  s.step_gpus = [&](uint32_t job, uint32_t stepid, const std::string& node) -> crisp::Result<crisp::StepGpus> {
+  s.seams.step_gpus = [&](uint32_t job, uint32_t stepid, const std::string& node) -> crisp::Result<crisp::StepGpus> {
     asked.push_back(std::to_string(job) + "." + std::to_string(stepid) + "@" + node);
     if (stepid == 2) return crisp::fail("Unable to contact slurm controller");
     return crisp::StepGpus{};  // the step holds no GPU
   };
-  crisp::StepManager steps(*client_, *images_, s);
+  Node steps(*client_, *images_, s);
   auto none = steps.create(with_gpus(1));
   ASSERT_TRUE(none.ok()) << none.error();
   EXPECT_EQ(none->device_env_size(), 0) << "no GPU, no CUDA_VISIBLE_DEVICES";
@@ -858,16 +886,16 @@ TEST_F(AgentTest, ARunningUnnamedStepIsJoinedByItsIds) {
 // fails is passed over, removed, and the step gets a container made for it.
 TEST_F(AgentTest, ASpareIsClaimedOnceByItsUserAndGoesWithTheStep) {
   auto s = settings();
-  s.tmpfs_base = dir_ + "/tmpfs";
-  s.spares = {8, 2, 600s};
-  s.claims_dir = dir_ + "/claims";
+  s.config.host.dirs = crisp::HostDirs(dir_ + "/tmpfs");
+  s.config.spares = {8, 2, 600s};
+  s.config.claims_dir = dir_ + "/claims";
   std::vector<crisp::AttachRequest> attached;
   bool attach_fails = false;
-  s.attach = [&](const crisp::AttachRequest& a) -> crisp::Status {
+  s.seams.attach = [&](const crisp::AttachRequest& a) -> crisp::Status {
     attached.push_back(a);
     return attach_fails ? crisp::fail("cannot mount /data in the container: ENOENT") : crisp::Status(crisp::Ok{});
   };
-  crisp::StepManager steps(*client_, *images_, s);
+  Node steps(*client_, *images_, s);
   ASSERT_TRUE(steps.create(step(50, 0, 1000)).ok());
   // The ready spare of uid 1000, waited for: made in the background.
   auto spare_id = [&] {
@@ -882,17 +910,17 @@ TEST_F(AgentTest, ASpareIsClaimedOnceByItsUserAndGoesWithTheStep) {
   };
   std::string spare = spare_id();
   ASSERT_FALSE(spare.empty()) << "a spare made after the user's step";
-  EXPECT_EQ(steps.spares_ready(), 1u);
+  EXPECT_EQ(steps.units.spares.ready(), 1u);
 
   auto other = steps.create(step(51, 0, 1001));
   ASSERT_TRUE(other.ok());
   EXPECT_NE(other->container_id(), spare) << "another user never gets it";
-  EXPECT_EQ(steps.spares_claimed, 0u);
+  EXPECT_EQ(steps.metrics.counts().spares_claimed, 0u);
 
   auto mine = steps.create(step(52, 0, 1000));
   ASSERT_TRUE(mine.ok()) << mine.error();
   EXPECT_EQ(mine->container_id(), spare);
-  EXPECT_EQ(steps.spares_claimed, 1u);
+  EXPECT_EQ(steps.metrics.counts().spares_claimed, 1u);
   ASSERT_EQ(attached.size(), 1u);
   EXPECT_EQ(attached[0].holder_pid, mine->holder_pid());
   auto listed = steps.list(52, -1);
@@ -900,12 +928,12 @@ TEST_F(AgentTest, ASpareIsClaimedOnceByItsUserAndGoesWithTheStep) {
   ASSERT_EQ(listed->steps_size(), 1);
   EXPECT_EQ(listed->steps(0).container_id(), spare) << "listed as job 52's, through its claim";
   EXPECT_FALSE(listed->steps(0).spare());
-  EXPECT_EQ(access((s.claims_dir + "/" + spare).c_str(), F_OK), 0) << "the claim is on disk for a restarted crispd";
+  EXPECT_EQ(access((s.config.claims_dir + "/" + spare).c_str(), F_OK), 0) << "the claim is on disk for a restarted crispd";
 
   auto released = steps.release_step(52, 0);
   ASSERT_TRUE(released.ok());
   EXPECT_EQ(released->removed_containers(), 1u);
-  EXPECT_NE(access((s.claims_dir + "/" + spare).c_str(), F_OK), 0) << "the claim goes with the container";
+  EXPECT_NE(access((s.config.claims_dir + "/" + spare).c_str(), F_OK), 0) << "the claim goes with the container";
   {
     std::lock_guard l(fake_.mu);
     EXPECT_EQ(fake_.containers.count(spare), 0u);
@@ -916,15 +944,15 @@ TEST_F(AgentTest, ASpareIsClaimedOnceByItsUserAndGoesWithTheStep) {
   attach_fails = true;
   auto fallback = steps.create(step(53, 0, 1000));
   ASSERT_TRUE(fallback.ok()) << fallback.error();
-  EXPECT_EQ(steps.spares_passed_over, 1u);
-  EXPECT_EQ(steps.spares_claimed, 1u);
+  EXPECT_EQ(steps.metrics.counts().spares_passed_over, 1u);
+  EXPECT_EQ(steps.metrics.counts().spares_claimed, 1u);
   std::lock_guard l(fake_.mu);
   EXPECT_EQ(fake_.containers.at(fallback->container_id()).labels().at(crisp::labels::kJob), "53")
       << "a container made for the step";
   EXPECT_EQ(fake_.containers.count(second), 0u) << "the spare passed over is removed, never used";
 
   // Jobs 50, 51 and 53 got containers made for them, 52 a claimed spare.
-  const crisp::Metrics& m = *s.metrics;
+  const crisp::Metrics& m = steps.metrics;
   EXPECT_EQ(sample(m, "crisp_setup_seconds", {{"kind", "new"}}), 3);
   EXPECT_EQ(sample(m, "crisp_setup_seconds", {{"kind", "spare_claim"}}), 1);
   EXPECT_EQ(sample(m, "crisp_setup_phase_seconds", {{"kind", "spare_claim"}, {"phase", "claim"}}), 1);
@@ -933,7 +961,7 @@ TEST_F(AgentTest, ASpareIsClaimedOnceByItsUserAndGoesWithTheStep) {
 }
 
 TEST_F(AgentTest, MetricsCountFailuresByPhaseRefusalsAndSweeps) {
-  const crisp::Metrics& m = *steps_->settings().metrics;
+  const crisp::Metrics& m = steps_->metrics;
   fake_.fail_start = true;
   ASSERT_FALSE(steps_->create(step(60, 0)).ok());
   fake_.fail_start = false;
@@ -946,7 +974,7 @@ TEST_F(AgentTest, MetricsCountFailuresByPhaseRefusalsAndSweeps) {
   EXPECT_EQ(sample(m, "crisp_setup_failures_total", {{"phase", "create"}}), 0);
   EXPECT_EQ(sample(m, "crisp_setup_seconds", {{"kind", "new"}}), 0);
 
-  crisp::Server server(*steps_, *images_, nullptr);
+  crisp::Server server(steps_->units.served());
   crisp::v1::Request create;
   *create.mutable_create_step() = step(62, 0);
   EXPECT_FALSE(server.handle(create, {1, 1000, 1000}).error().empty());
@@ -961,7 +989,7 @@ TEST_F(AgentTest, MetricsCountFailuresByPhaseRefusalsAndSweeps) {
     std::lock_guard l(fake_.mu);
     for (auto& [id, c] : fake_.containers) c.set_state(cri::CONTAINER_EXITED);
   }
-  ASSERT_EQ(crisp::sweep_once(*steps_, 0s), 2u);  // the container, then the user's empty sandbox
+  ASSERT_EQ(steps_->sweep(0s), 2u);  // the container, then the user's empty sandbox
   EXPECT_EQ(sample(m, "crisp_sweep_removals_total", {{"cause", "exited"}}), 1);
   EXPECT_EQ(sample(m, "crisp_sweep_removals_total", {{"cause", "idle_sandbox"}}), 1);
   EXPECT_EQ(sample(m, "crisp_containers", {{"kind", "step"}}), 0);

@@ -1,22 +1,21 @@
-// StepManager::save_step: --container-save, the container's root filesystem
-// written as a squashfs where the user asked, with their rights alone.
+#include "agent/steps/step_saver.h"
+
 #include <fcntl.h>
 
 #include <cerrno>
 #include <chrono>
 
 #include "agent/cri/labels.h"
-#include "agent/host/squashfs_tools.h"
+#include "agent/cri/spec_builder.h"
 #include "agent/host/user_access.h"
 #include "agent/host/user_rootfs.h"
-#include "agent/step_manager.h"
 #include "common/log.h"
 #include "common/slurm_ids.h"
 #include "common/strings.h"
 
 namespace crisp {
 
-Result<v1::SaveStepResponse> StepManager::save_step(const v1::SaveStepRequest& req) {
+Result<v1::SaveStepResponse> StepSaver::save(const v1::SaveStepRequest& req) {
   auto t0 = std::chrono::steady_clock::now();
   // slurmstepd names its own container; the labels must agree that it is the user's.
   auto status = cri_.container_status(req.container_id(), true);
@@ -33,7 +32,7 @@ Result<v1::SaveStepResponse> StepManager::save_step(const v1::SaveStepRequest& r
   auto out = create_beside_as_user(creds, req.path());
   if (!out) return fail("--container-save: " + out.error());
   auto bytes = finish_beside_as_user(creds, *out, req.path(),
-                                     mksquash_as_user(creds, ns->get(), out->fd.get(), squashfs_bounds()));
+                                     mksquash_as_user(creds, ns->get(), out->fd.get(), bounds_));
   if (!bytes) return fail("--container-save to " + req.path() + " failed: " + bytes.error());
   v1::SaveStepResponse r;
   r.set_bytes(*bytes);

@@ -1,9 +1,10 @@
-#include "agent/reconcile.h"
+#include "agent/sweeper.h"
 
 #include <map>
 #include <string>
 
 #include "agent/cri/labels.h"
+#include "agent/metrics/metrics.h"
 #include "common/log.h"
 #include "common/time.h"
 
@@ -12,7 +13,7 @@ namespace crisp {
 namespace {
 
 // Why a container goes, if it does: it exited, or its job is over (asked once per job and pass).
-StepManager::Removal reason_to_remove(const cri::Container& c, uint32_t job, const JobCheck& jobs,
+RemovalCause reason_to_remove(const cri::Container& c, uint32_t job, const JobCheck& jobs,
                                       std::map<uint32_t, JobLiveness>& known) {
   if (c.state() == cri::CONTAINER_EXITED || c.state() == cri::CONTAINER_UNKNOWN) return {"exited", "exited"};
   // Job 0: a named container of global scope, which outlives its jobs by design.
@@ -33,11 +34,11 @@ const char* kind_of(const cri::Container& c) {
 
 }  // namespace
 
-uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace, const JobCheck& jobs) {
-  CriClient& cri = steps.cri();
+uint64_t sweep_once(const SweepParts& p, std::chrono::seconds sandbox_grace, const JobCheck& jobs) {
+  CriClient& cri = p.cri;
   const Labels managed = {{labels::kManaged, "true"}};
-  Metrics& metrics = *steps.settings().metrics;
-  uint64_t removed = steps.expire_spares();
+  Metrics& metrics = p.metrics;
+  uint64_t removed = p.spares.expire();
   metrics.swept("spare_expired", removed);
 
   auto containers = cri.list_containers(managed);
@@ -48,17 +49,16 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace, cons
   std::map<uint32_t, JobLiveness> known;
   std::map<std::string, double> present;
   for (cri::Container& c : *containers) {
-    steps.overlay_claim(c);  // a claimed spare is its step's
+    p.claims.overlay(c);  // a claimed spare is its step's
     uint32_t job = labels::number_of(c.labels(), labels::kJob);
-    auto why = steps.spare_to_remove(c);
+    auto why = p.spares.to_remove(c);
     if (!why) why = reason_to_remove(c, job, jobs, known);
     if (!why) {
       present[kind_of(c)]++;
       continue;
     }
-    auto lock = steps.lock_job(job);
-    v1::ReleaseResponse out;
-    if (steps.remove_containers({c}, out); out.removed_containers()) {
+    auto lock = p.locks.lock_job(job);
+    if (p.containers.remove({c}).count) {
       metrics.swept(why.cause);
       log_info("sweep: removed " + std::string(why.why) + " container " + c.id().substr(0, 12) + " of job " +
                std::to_string(job));
@@ -77,12 +77,11 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace, cons
     kept++;
     // Kept for the user's next job, or still waiting for its first container.
     if (sb.state() == cri::SANDBOX_READY &&
-        now - steps.last_used_ns(sb) < std::chrono::nanoseconds(sandbox_grace).count())
+        now - p.sandboxes.last_used_ns(sb) < std::chrono::nanoseconds(sandbox_grace).count())
       continue;
-    auto lock = steps.lock_user(labels::number_of(sb.labels(), labels::kUid));
-    bool gone = false;
-    if (auto s = steps.remove_sandbox_if_empty(sb, gone); !s) log_warn("sweep: " + s.error());
-    if (gone) {
+    auto gone = p.sandboxes.remove_if_empty(sb);
+    if (!gone) log_warn("sweep: " + gone.error());
+    if (gone && *gone) {
       kept--;
       metrics.swept("idle_sandbox");
       log_info("sweep: removed the idle sandbox " + sb.id().substr(0, 12) + " of " + labels::value_of(sb.labels(), labels::kPodName));
@@ -93,15 +92,15 @@ uint64_t sweep_once(StepManager& steps, std::chrono::seconds sandbox_grace, cons
   return removed;
 }
 
-Sweeper::Sweeper(StepManager& steps, std::chrono::seconds interval, std::chrono::seconds sandbox_grace, JobCheck jobs)
-    : steps_(steps), interval_(interval), grace_(sandbox_grace), jobs_(std::move(jobs)) {
+Sweeper::Sweeper(SweepParts parts, std::chrono::seconds interval, std::chrono::seconds sandbox_grace, JobCheck jobs)
+    : parts_(parts), interval_(interval), grace_(sandbox_grace), jobs_(std::move(jobs)) {
   thread_ = std::thread([this] {
     std::unique_lock lock(mu_);
     while (!stop_) {
       lock.unlock();
       // Labels read back are what anyone with containerd's socket wrote: nothing may end this thread.
       try {
-        swept_ += sweep_once(steps_, grace_, jobs_);
+        (void)sweep_once(parts_, grace_, jobs_);
       } catch (const std::exception& e) {
         log_error(std::string("sweep: an exception: ") + e.what());
       }

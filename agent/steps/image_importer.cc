@@ -1,9 +1,5 @@
-// StepManager::import_image: crispctl import, a registry image written as a
-// squashfs file laid out as enroot's import makes one (its config in /etc),
-// through the same pull and credentials as a step's, into a file of the caller's.
-// The squashfs is made from a read-only view of the image's layers that
-// containerd holds, mounted only in mksquashfs's own mount namespace: no
-// container, and so no process of the user's, ever lives in what root reads.
+#include "agent/steps/image_importer.h"
+
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdlib.h>
@@ -17,9 +13,7 @@
 #include "agent/host/squashfs_tools.h"
 #include "agent/host/user_access.h"
 #include "agent/host/user_rootfs.h"
-#include "agent/images/credentials.h"
 #include "agent/images/enroot_config.h"
-#include "agent/step_manager.h"
 #include "common/files.h"
 #include "common/image_ref.h"
 #include "common/log.h"
@@ -71,41 +65,36 @@ Status write_enroot_files(const std::string& top, const ImageConfig& c) {
 
 }  // namespace
 
-SquashfsBounds StepManager::squashfs_bounds() const {
-  return {settings_.save_timeout, &settings_.squashfs_cgroup, settings_.squashfs_limits};
-}
-
-Status StepManager::squash_image(const ImageConfig& config, int out) {
-  if (!settings_.snapshots || config.chain_id.empty())
+Status ImageImporter::squash_image(const ImageConfig& config, int out) {
+  if (!snapshots_ || config.chain_id.empty())
     return fail("containerd does not say where the image's layers are (no snapshot service or chain id)");
-  auto view = settings_.snapshots->view(config.chain_id, settings_.save_timeout + std::chrono::minutes(5));
+  auto view = snapshots_->view(config.chain_id, bounds_.timeout + std::chrono::minutes(5));
   if (!view) return fail("cannot view the image's layers: " + view.error());
   auto layers = overlay_of_snapshot(view->mounts(), true);
   if (!layers) return layers.take_error();
   if (auto s = check_snapshots_dir(layers->snapshots); !s) return s;
-  auto stage = ImportStage::make(settings_.tmpfs_base + "-import");
+  auto stage = ImportStage::make(stage_dir_);
   if (!stage) return stage.take_error();
   if (auto s = write_enroot_files(stage->dir() + "/e", config); !s) return s;
   return mksquash_layers({layers->snapshots, layers->lower, stage->dir() + "/e", stage->dir() + "/m"}, out,
-                         squashfs_bounds());
+                         bounds_);
 }
 
-Result<v1::ImportResponse> StepManager::import_image(uint32_t uid, uint32_t gid, const std::string& image,
-                                                     const std::string& path, const PullWaiter& waiter) {
+Result<v1::ImportResponse> ImageImporter::import(uint32_t uid, uint32_t gid, const std::string& image,
+                                                 const std::string& path, const PullWaiter& waiter) {
   auto t0 = std::chrono::steady_clock::now();
   auto ref = parse_image_ref(image);
   if (!ref) return ref.take_error();
   auto pw = lookup_uid(uid);
   if (!pw) return fail("uid " + std::to_string(uid) + " has no entry in the password database");
-  auto slot = imports_.take(uid);  // before the pull: a pull for an import is the import's
+  auto slot = slots_.take(uid);  // before the pull: a pull for an import is the import's
   if (!slot) return fail(ErrorKind::kRefused, "crispctl import refused: " + slot.error());
   UserCreds creds{uid, gid, {}};
-  UserFiles files{creds, pw->home};
+  std::optional<UserFiles> files;
+  if (uid != 0) files = UserFiles{creds, pw->home};
   PullWaiter user_waiter = waiter;
   user_waiter.uid = uid;
-  auto config = images_.ensure(ref->canonical(), [&] {
-    return credentials_for(uid == 0 ? nullptr : &files, settings_.registry_auth_file, ref->registry, ref->user);
-  }, user_waiter);
+  auto config = requests_.for_import(*ref, std::move(files), user_waiter);
   if (!config) return config.take_error();
   auto out = create_beside_as_user(creds, path);
   if (!out) return fail("crispctl import: " + out.error());

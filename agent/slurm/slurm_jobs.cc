@@ -1,4 +1,4 @@
-#include "agent/slurm_jobs.h"
+#include "agent/slurm/slurm_jobs.h"
 
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>

@@ -1,0 +1,48 @@
+#include "agent/node_units.h"
+
+#include "agent/images/image_store.h"
+
+namespace crisp {
+namespace {
+
+StartSettings start_settings(const NodeConfig& c) {
+  StartSettings s = c.start;
+  s.rootfs_stage = c.host.dirs.rootfs_stage;
+  return s;
+}
+
+}  // namespace
+
+NodeUnits::NodeUnits(CriClient& cri_client, ImageStore& image_store, Metrics& node_metrics, NodeConfig node_config,
+                     NodeSeams seams)
+    : cri(cri_client),
+      store(image_store),
+      metrics(node_metrics),
+      config(std::move(node_config)),
+      sandboxes(cri, locks, config.node, config.runtime_handler),
+      holders(seams.end_process),
+      sessions(std::move(seams.start_session), seams.end_process, config.host.tmpfs_size),
+      pool(config.spares),
+      claims(config.claims_dir),
+      containers(cri, holders, sessions, sandboxes, claims, pool, config.stop_timeout_s),
+      starter(cri, start_settings(config), std::move(seams.give_rootfs)),
+      requests(store, config.registry_auth_file, std::move(seams.step_liveness), metrics),
+      image(requests, store, cri, config.squashfs_any_owner, config.sandbox_image),
+      devices(config.devices, config.hca_policy, config.node.node_name, std::move(seams.step_gpus)),
+      host(config.host, config.devices),
+      named(cri, containers, sessions, starter, store),
+      spares({cri, pool, claims, containers, sandboxes, starter, holders}, config.node, std::move(seams.attach), metrics),
+      creator({locks, sandboxes, containers, sessions, holders, starter, named, spares, devices, image, host}, config.node,
+              metrics),
+      ends(locks, containers, sessions, metrics),
+      saver(cri, config.squashfs),
+      importer(requests, config.start.snapshots, config.squashfs, config.host.dirs.imports, config.imports_per_user,
+               config.imports_per_node) {}
+
+ServedUnits NodeUnits::served() {
+  return {creator, ends, containers, saver, importer, requests, spares, store.counters(), metrics};
+}
+
+SweepParts NodeUnits::sweep_parts() { return {cri, locks, containers, spares, sandboxes, claims, metrics}; }
+
+}  // namespace crisp

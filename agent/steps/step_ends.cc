@@ -1,0 +1,72 @@
+#include "agent/steps/step_ends.h"
+
+#include <chrono>
+
+#include "agent/cri/labels.h"
+#include "agent/metrics/metrics.h"
+#include "common/log.h"
+#include "common/slurm_ids.h"
+
+namespace crisp {
+namespace {
+
+Result<v1::ReleaseResponse> released(const Containers::Removed& removed) {
+  if (!removed.status) return removed.status.take_error();
+  v1::ReleaseResponse out;
+  out.set_removed_containers(removed.count);
+  return out;
+}
+
+}  // namespace
+
+Result<v1::ReleaseResponse> StepEnds::release_step(uint32_t job_id, uint32_t step_id) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto lock = locks_.share_job(job_id);
+  Labels sel = job_selector(job_id);
+  sel[labels::kStep] = std::to_string(step_id);
+  // A named container stays; this step's own namespaces go with it.
+  sessions_.forget_step(job_id, step_id);
+  auto containers = containers_.find(sel);
+  if (!containers) return containers.take_error();
+  auto out = released(containers_.remove(*containers));
+  if (!out) return out;
+  metrics_.released();
+  log_info("released " + slurm::step_text(job_id, step_id) + ": " + std::to_string(out->removed_containers()) +
+           " container(s) in " +
+           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()) +
+           " ms");
+  return out;
+}
+
+Result<v1::ReleaseResponse> StepEnds::release_job(uint32_t job_id) {
+  auto lock = locks_.lock_job(job_id);
+  auto containers = containers_.find(job_selector(job_id));
+  if (!containers) return containers.take_error();
+  auto out = released(containers_.remove(*containers));
+  if (!out) return out;
+  // The user's sandbox stays for their next job; the sweep removes it once idle.
+  if (out->removed_containers())
+    log_info("released job " + std::to_string(job_id) + ": " + std::to_string(out->removed_containers()) + " container(s)");
+  locks_.forget_job(job_id);
+  return out;
+}
+
+Result<v1::ReleaseResponse> StepEnds::remove_named(uint32_t uid, const std::string& name) {
+  Labels sel = {{labels::kManaged, "true"}, {labels::kUid, std::to_string(uid)}, {labels::kName, name}};
+  auto found = containers_.find(sel);
+  if (!found) return found.take_error();
+  if (found->empty()) return fail("there is no container named " + name + " of uid " + std::to_string(uid) + " on this node");
+  uint32_t removed = 0;
+  for (const cri::Container& c : *found) {
+    auto lock = locks_.lock_job(labels::number_of(c.labels(), labels::kJob));
+    auto gone = containers_.remove({c});
+    if (!gone.status) return gone.status.take_error();
+    removed += gone.count;
+  }
+  log_info("removed named container " + name + " of uid " + std::to_string(uid));
+  v1::ReleaseResponse out;
+  out.set_removed_containers(removed);
+  return out;
+}
+
+}  // namespace crisp

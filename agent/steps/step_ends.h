@@ -1,0 +1,37 @@
+// StepEnds: the end of a step, of a job (its processes first, what its epilog waits for,
+// then its containers) and of a named container a user removes. Calls: JobLocks,
+// Containers, StepSessions, Metrics.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "agent/steps/containers.h"
+#include "agent/steps/job_locks.h"
+#include "agent/steps/step_sessions.h"
+#include "crisp.pb.h"
+
+namespace crisp {
+
+class Metrics;
+
+class StepEnds {
+ public:
+  StepEnds(JobLocks& locks, Containers& containers, StepSessions& sessions, Metrics& metrics)
+      : locks_(locks), containers_(containers), sessions_(sessions), metrics_(metrics) {}
+
+  Result<v1::ReleaseResponse> release_step(uint32_t job_id, uint32_t step_id);
+  Result<v1::ReleaseResponse> release_job(uint32_t job_id);
+  // No process of the job is left on the node; containerd's own stop and removal, 70 ms a
+  // container, is release_job's, after.
+  Status end_job_processes(uint32_t job_id) { return containers_.end_job_processes(job_id); }
+  Result<v1::ReleaseResponse> remove_named(uint32_t uid, const std::string& name);
+
+ private:
+  JobLocks& locks_;
+  Containers& containers_;
+  StepSessions& sessions_;
+  Metrics& metrics_;
+};
+
+}  // namespace crisp
