@@ -17,6 +17,7 @@
 #include "spank/contexts.h"
 #include "spank/id_calls_filter.h"
 #include "spank/join.h"
+#include "spank/pmix_spool.h"
 #include "spank/seam.h"
 
 namespace crisp {
@@ -168,7 +169,7 @@ int remote_task_init_privileged(spank_t sp) {
   std::vector<std::string> env = seam::job_env(sp);
   std::optional<std::string> pmix_dir;
   if (auto mpi = env_value(env, "SLURM_MPI_TYPE"); mpi && starts_with(*mpi, "pmix")) {
-    auto spool = seam::pmix_spool_dir(st.step.job_id, st.step.step_id);
+    auto spool = pmix_spool_dir(st.step.job_id, st.step.step_id);
     if (!spool) return fail_task(sp, spool.error());
     pmix_dir = *spool + "/pmix." + std::to_string(st.step.job_id) + "." + std::to_string(st.step.step_id);
   }

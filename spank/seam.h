@@ -25,12 +25,6 @@ Result<std::pair<uint32_t, uint32_t>> job_owner(spank_t sp);
 // This node's index in the step (S_JOB_NODEID); -1 when Slurm does not say.
 int node_id(spank_t sp);
 
-// slurmd's spool directory (%n and %h expanded), where Slurm's PMIx plugin
-// makes each step's server directory. SPANK has no item for it; the plugin's
-// own socket, <spool>/stepd.slurm.pmix.<job>.<step>, listed in /proc/net/unix
-// and held by this task's slurmstepd (any user may bind one of that name), tells.
-Result<std::string> pmix_spool_dir(uint32_t job_id, uint32_t step_id);
-
 // The one line a user sees for an error they can fix.
 void user_error(const std::string& message);
 // Output the user asked for (the entrypoint's log), on the task's stderr.
