@@ -25,6 +25,22 @@ std::string user_name(uid_t uid) {
 
 }  // namespace
 
+spank_context_t context() { return spank_context(); }
+
+bool remote(spank_t sp) { return spank_remote(sp) != 0; }
+
+Status register_options(spank_t sp, std::vector<spank_option>& options) {
+  for (spank_option& opt : options)
+    if (spank_option_register(sp, &opt) != ESPANK_SUCCESS) return fail(std::string("cannot register --") + opt.name);
+  return Ok{};
+}
+
+std::optional<std::string> job_option(spank_t sp, spank_option& option) {
+  char* arg = nullptr;
+  if (spank_option_getopt(sp, &option, &arg) != ESPANK_SUCCESS) return std::nullopt;
+  return std::string(arg ? arg : "");
+}
+
 Result<StepContext> read_step(spank_t sp) {
   StepContext s;
   auto job = item<uint32_t>(sp, S_JOB_ID, "the job id");

@@ -1,9 +1,11 @@
-// The thin seam around the SPANK API: everything the plugin reads from or
-// writes to Slurm goes through here, so the rest is plain C++.
+// The thin seam around the SPANK API, the only file that calls it: everything
+// the plugin reads from or writes to Slurm goes through here, so the rest is
+// plain C++.
 #pragma once
 
 #include "spank/slurm_spank.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,16 @@
 #include "spank/step_request.h"
 
 namespace crisp::seam {
+
+// The Slurm program the plugin runs in (srun, sbatch or salloc, slurmstepd, slurmd).
+spank_context_t context();
+// Whether sp is slurmstepd's, where the step's callbacks do their work.
+bool remote(spank_t sp);
+// Adds the options to the program's command line; the first that fails is named.
+Status register_options(spank_t sp, std::vector<spank_option>& options);
+// An option as the job gave it, where no option callback runs (the prolog:
+// slurmd's SPANK_ variables): its argument ("" for a flag), nullopt if not given.
+std::optional<std::string> job_option(spank_t sp, spank_option& option);
 
 Result<StepContext> read_step(spank_t sp);
 std::vector<std::string> job_env(spank_t sp);
