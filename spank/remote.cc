@@ -18,7 +18,9 @@
 #include "spank/id_calls_filter.h"
 #include "spank/join.h"
 #include "spank/pmix_spool.h"
+#include "spank/remap_root.h"
 #include "spank/seam.h"
+#include "spank/task_mounts.h"
 
 namespace crisp {
 namespace {

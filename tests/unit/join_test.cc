@@ -3,6 +3,8 @@
 // is read-only, so the integration tests cannot turn them off).
 #include "spank/join.h"
 #include "spank/id_calls_filter.h"
+#include "spank/remap_root.h"
+#include "spank/task_mounts.h"
 
 #include <gtest/gtest.h>
 #include <linux/filter.h>
