@@ -28,8 +28,10 @@ namespace {
 struct StepState {
   bool active = false;    // the step asked for a container
   bool created = false;   // crispd made one: release it at the step's end
-  // Slurm drops init_post_opt's errors silently, so they wait for the tasks,
-  // whose stderr reaches the user.
+  // Errors before the tasks wait for them. Returned from init_post_opt, Slurm
+  // would fail the launch (draining a batch step's node) with the message unseen:
+  // slurmstepd's stderr is not yet the user's. task_init_privileged fails the tasks
+  // alone, and the first one prints it.
   std::string error;
   ContainerOptions opts;
   StepContext step;  // its env is the step's, before Slurm binds each task to its GPUs
