@@ -9,8 +9,10 @@
 #include <cerrno>
 #include <climits>
 #include <string>
+#include <utility>
 
 #include "common/files.h"
+#include "common/layout.h"
 #include "common/strings.h"
 
 namespace crisp {
@@ -46,6 +48,40 @@ Result<Fd> open_process_ns(int pid, const char* name) {
 Status enter_ns(int ns_fd, const char* what) {
   if (setns(ns_fd, 0) != 0) return fail("cannot enter the step's " + std::string(what) + " namespace: setns: " + errno_text(errno));
   return Ok{};
+}
+
+// An opened namespace, kept with what it names.
+static Result<HeldNs> held(Result<Fd> fd) {
+  if (!fd) return fd.take_error();
+  return HeldNs::hold(std::move(*fd));
+}
+
+Result<StepNamespaces> StepNamespaces::open(const v1::CreateStepResponse& c, const char* holder_path_inside) {
+  int pid = c.session_pid() != 0 ? c.session_pid() : c.holder_pid();
+  uint64_t start = c.session_pid() != 0 ? c.session_start_time() : c.holder_start_time();
+  StepNamespaces ns;
+  const std::pair<bool, std::pair<const char*, HeldNs*>> wanted[] = {
+      {c.session_userns(), {"user", &ns.user}},
+      {(c.unshare() & kUnshareNet) != 0, {"net", &ns.net}},
+      {(c.unshare() & kUnshareIpc) != 0, {"ipc", &ns.ipc}},
+      {(c.unshare() & kUnshareUts) != 0, {"uts", &ns.uts}}};
+  // Before the mount namespace: its check of the process covers these too.
+  for (const auto& [want, one] : wanted) {
+    if (!want || c.session_pid() == 0) continue;
+    auto opened = held(open_process_ns(pid, one.first));
+    if (!opened) return opened.take_error();
+    *one.second = std::move(*opened);
+  }
+  auto opened = held(open_holder_mount_ns(pid, start, holder_path_inside));
+  if (!opened) return opened.take_error();
+  ns.mnt = std::move(*opened);
+  return ns;
+}
+
+bool StepNamespaces::held_here() const {
+  for (const HeldNs* one : {&mnt, &user, &net, &ipc, &uts})
+    if (one->recorded() && one->here() < 0) return false;
+  return true;
 }
 
 Status join_mount_ns(int ns_fd) {
