@@ -4,6 +4,8 @@
 
 #include "spank/slurm_spank.h"
 
+#include <vector>
+
 #include "spank/options.h"
 
 namespace crisp {
@@ -23,7 +25,8 @@ int remote_task_post_fork(spank_t sp);
 int remote_task_exit(spank_t sp);
 int remote_exit(spank_t sp);
 int slurmd_job_epilog(spank_t sp);
-// The job's options (plugin_state().raw) read by the caller: starts the image's pull on this node.
-int slurmd_job_prolog(spank_t sp);
+// Reads the job's options (options: plugin.cc's table, in option_defs()'s
+// order), then starts the image's pull on this node.
+int slurmd_job_prolog(spank_t sp, std::vector<spank_option>& options);
 
 }  // namespace crisp

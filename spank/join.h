@@ -1,12 +1,14 @@
-// Entering a step's container: the holder's mount namespace, held open from
-// slurmstepd so every task joins the same one.
+// Entering a step's container: its namespaces (the holder's mount namespace,
+// or the step's keeper's with those the response names), held open from
+// slurmstepd so every task joins the same ones, else opened by each task.
 #pragma once
 
 #include <cstdint>
-#include <string>
 
 #include "common/fd.h"
 #include "common/result.h"
+#include "crisp.pb.h"
+#include "spank/held_ns.h"
 
 namespace crisp {
 
@@ -24,21 +26,14 @@ Result<Fd> open_process_ns(int pid, const char* name);
 // setns() into one (what: "network", "user", ... for the message).
 Status enter_ns(int ns_fd, const char* what);
 
-}  // namespace crisp
-
-namespace crisp {
-
-// A host directory carried into the container after it was made (PMIx's
-// server directory appears only once slurmstepd forks the tasks): cloned in
-// the host's mount namespace, then attached at the same path once inside.
-Result<Fd> clone_host_tree(const std::string& path);
-Status attach_tree(int tree_fd, const std::string& target);
-
-// The mount at target inside the container made unbindable (CRI has no such
-// propagation); recursive: the mounts under it too. Reached through no symlink.
-Status make_unbindable(const std::string& target, bool recursive);
-
-// --container-remap-root: an unprivileged user namespace mapping the user to 0.
-Status remap_to_root(uint32_t uid, uint32_t gid);
+// What a step's tasks enter, as crispd's response names it.
+struct StepNamespaces {
+  HeldNs mnt;                  // the step's own (its keeper's), else the holder's
+  HeldNs user, net, ipc, uts;  // the keeper's, as the response asks (--container-unshare)
+  // Opened from the keeper's (else the holder's) pid, checked with its start time.
+  static Result<StepNamespaces> open(const v1::CreateStepResponse& c, const char* holder_path_inside);
+  // Whether each one opened is in this process's descriptor table as opened.
+  bool held_here() const;
+};
 
 }  // namespace crisp

@@ -113,6 +113,8 @@ const std::vector<OptionDef>& option_defs() {
   return defs;
 }
 
+std::string option_value(const OptionDef& def, const std::string& arg) { return def.arginfo ? arg : def.flag_value; }
+
 Status validate_option(const std::string& key, const std::string& value) {
   if (key == "IMAGE") {
     if (is_image_file(value)) return check_image_file(value);

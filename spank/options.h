@@ -26,6 +26,8 @@ struct OptionDef {
   const char* usage;
 };
 const std::vector<OptionDef>& option_defs();
+// What an option stores in RawOptions: its argument, or a flag's flag_value.
+std::string option_value(const OptionDef& def, const std::string& arg);
 
 struct RawOptions {
   std::map<std::string, std::string> values;  // by OptionDef::key

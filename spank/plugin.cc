@@ -1,5 +1,6 @@
-// spank_crisp.so's entry points: options, plugstack arguments and the
-// dispatch of each callback to the code of its context.
+// spank_crisp.so's entry points: the option table, plugstack arguments and
+// the dispatch of each callback to the code of its context (through the seam:
+// no SPANK calls here).
 #include "spank/slurm_spank.h"
 
 #include <string>
@@ -36,7 +37,7 @@ std::vector<spank_option>& option_table() {
 
 int on_option(int val, const char* optarg, int /*remote*/) {
   const crisp::OptionDef& d = crisp::option_defs().at(static_cast<size_t>(val));
-  std::string value = d.arginfo ? (optarg ? optarg : "") : d.flag_value;
+  std::string value = crisp::option_value(d, optarg ? optarg : "");
   if (auto s = crisp::validate_option(d.key, value); !s) {
     crisp::seam::user_error(s.error());
     return -1;
@@ -65,21 +66,19 @@ extern "C" {
 
 __attribute__((visibility("default"))) int slurm_spank_init(spank_t sp, int ac, char** av) {
   if (!load_config(ac, av)) return -1;
-  spank_context_t ctx = spank_context();
+  spank_context_t ctx = crisp::seam::context();
   // sbatch_support=0 leaves sbatch and salloc without the options, as in Pyxis.
   bool allocator = ctx == S_CTX_ALLOCATOR && crisp::plugin_state().config.sbatch_support;
-  if (ctx == S_CTX_LOCAL || ctx == S_CTX_REMOTE || allocator) {
-    for (auto& opt : option_table())
-      if (spank_option_register(sp, &opt) != ESPANK_SUCCESS) {
-        crisp::seam::user_error(std::string("cannot register --") + opt.name);
-        return -1;
-      }
-  }
+  if (ctx == S_CTX_LOCAL || ctx == S_CTX_REMOTE || allocator)
+    if (auto s = crisp::seam::register_options(sp, option_table()); !s) {
+      crisp::seam::user_error(s.error());
+      return -1;
+    }
   return 0;
 }
 
 __attribute__((visibility("default"))) int slurm_spank_init_post_opt(spank_t sp, int, char**) {
-  switch (spank_context()) {
+  switch (crisp::seam::context()) {
     case S_CTX_LOCAL:
     case S_CTX_ALLOCATOR: return crisp::local_init_post_opt(sp);
     case S_CTX_REMOTE: return crisp::remote_init_post_opt(sp);
@@ -88,39 +87,31 @@ __attribute__((visibility("default"))) int slurm_spank_init_post_opt(spank_t sp,
 }
 
 __attribute__((visibility("default"))) int slurm_spank_user_init(spank_t sp, int, char**) {
-  return spank_remote(sp) ? crisp::remote_user_init(sp) : 0;
+  return crisp::seam::remote(sp) ? crisp::remote_user_init(sp) : 0;
 }
 
 __attribute__((visibility("default"))) int slurm_spank_task_init_privileged(spank_t sp, int, char**) {
-  return spank_remote(sp) ? crisp::remote_task_init_privileged(sp) : 0;
+  return crisp::seam::remote(sp) ? crisp::remote_task_init_privileged(sp) : 0;
 }
 
 __attribute__((visibility("default"))) int slurm_spank_task_init(spank_t sp, int, char**) {
-  return spank_remote(sp) ? crisp::remote_task_init(sp) : 0;
+  return crisp::seam::remote(sp) ? crisp::remote_task_init(sp) : 0;
 }
 
 __attribute__((visibility("default"))) int slurm_spank_task_post_fork(spank_t sp, int, char**) {
-  return spank_remote(sp) ? crisp::remote_task_post_fork(sp) : 0;
+  return crisp::seam::remote(sp) ? crisp::remote_task_post_fork(sp) : 0;
 }
 
 __attribute__((visibility("default"))) int slurm_spank_task_exit(spank_t sp, int, char**) {
-  return spank_remote(sp) ? crisp::remote_task_exit(sp) : 0;
+  return crisp::seam::remote(sp) ? crisp::remote_task_exit(sp) : 0;
 }
 
 __attribute__((visibility("default"))) int slurm_spank_exit(spank_t sp, int, char**) {
-  return spank_remote(sp) ? crisp::remote_exit(sp) : 0;
+  return crisp::seam::remote(sp) ? crisp::remote_exit(sp) : 0;
 }
 
 __attribute__((visibility("default"))) int slurm_spank_job_prolog(spank_t sp, int ac, char** av) {
-  if (!load_config(ac, av)) return 0;
-  // The job's options, as slurmd passes them to the prolog (SPANK_ variables).
-  const auto& defs = crisp::option_defs();
-  for (size_t i = 0; i < defs.size(); ++i) {
-    char* arg = nullptr;
-    if (spank_option_getopt(sp, &option_table()[i], &arg) == ESPANK_SUCCESS)
-      crisp::plugin_state().raw.values[defs[i].key] = defs[i].arginfo ? (arg ? arg : "") : defs[i].flag_value;
-  }
-  return crisp::slurmd_job_prolog(sp);
+  return load_config(ac, av) ? crisp::slurmd_job_prolog(sp, option_table()) : 0;
 }
 
 __attribute__((visibility("default"))) int slurm_spank_job_epilog(spank_t sp, int ac, char** av) {

@@ -17,7 +17,10 @@
 #include "spank/contexts.h"
 #include "spank/id_calls_filter.h"
 #include "spank/join.h"
+#include "spank/pmix_spool.h"
+#include "spank/remap_root.h"
 #include "spank/seam.h"
+#include "spank/task_mounts.h"
 
 namespace crisp {
 namespace {
@@ -25,15 +28,16 @@ namespace {
 struct StepState {
   bool active = false;    // the step asked for a container
   bool created = false;   // crispd made one: release it at the step's end
-  // Slurm drops init_post_opt's errors silently, so they wait for the tasks,
-  // whose stderr reaches the user.
+  // Errors before the tasks wait for them. Returned from init_post_opt, Slurm
+  // would fail the launch (draining a batch step's node) with the message unseen:
+  // slurmstepd's stderr is not yet the user's. task_init_privileged fails the tasks
+  // alone, and the first one prints it.
   std::string error;
   ContainerOptions opts;
   StepContext step;  // its env is the step's, before Slurm binds each task to its GPUs
   std::optional<AgentCall> call;  // sent in init_post_opt, answered in user_init
   v1::CreateStepResponse container;
-  Fd ns_fd;  // the mount namespace the tasks enter: the step's own (its keeper's), else the container's
-  Fd user_ns, net_ns, ipc_ns, uts_ns;  // the keeper's, as the response asks
+  StepNamespaces ns;  // opened in user_init: in slurmstepd, else in a clone of it (contain_spank)
   uint32_t tasks_started = 0, tasks_exited = 0;  // this node's, as slurmstepd forks and reaps them
 };
 
@@ -69,26 +73,17 @@ static void hold_error(StepState& st, const std::string& error) {
   seam::daemon_log("job " + std::to_string(st.step.job_id) + " step " + std::to_string(st.step.step_id) + ": " + error);
 }
 
-// The holder's mount namespace, or the step's keeper's namespaces (its own mount namespace,
-// the user namespace and those of --container-unshare as the response asks).
-static Status open_step_namespaces(StepState& st) {
-  const v1::CreateStepResponse& c = st.container;
-  int pid = c.session_pid() != 0 ? c.session_pid() : c.holder_pid();
-  uint64_t start = c.session_pid() != 0 ? c.session_start_time() : c.holder_start_time();
-  const std::pair<bool, std::pair<const char*, Fd*>> wanted[] = {
-      {c.session_userns(), {"user", &st.user_ns}},
-      {(c.unshare() & kUnshareNet) != 0, {"net", &st.net_ns}},
-      {(c.unshare() & kUnshareIpc) != 0, {"ipc", &st.ipc_ns}},
-      {(c.unshare() & kUnshareUts) != 0, {"uts", &st.uts_ns}}};
-  for (const auto& [want, ns] : wanted) {
-    if (!want || c.session_pid() == 0) continue;
-    auto fd = open_process_ns(pid, ns.first);
-    if (!fd) return fd.take_error();
-    *ns.second = std::move(*fd);
-  }
-  auto fd = open_holder_mount_ns(pid, start, kHolderTarget);
-  if (!fd) return fd.take_error();
-  st.ns_fd = std::move(*fd);
+// user_init opened the namespaces in slurmstepd, whose tasks inherit them; under
+// SlurmdParameters=contain_spank it ran in a clone whose descriptors closed with
+// it, and this task opens them again, checked by the holder's pid and start time.
+static Status namespaces_here(StepState& st, bool log) {
+  if (st.ns.held_here()) return Ok{};
+  if (log)
+    seam::daemon_log("user_init ran in a process of its own (" + std::to_string(st.ns.mnt.opener()) +
+                     "; SlurmdParameters=contain_spank): each task opens the container's namespaces");
+  auto ns = StepNamespaces::open(st.container, kHolderTarget);
+  if (!ns) return ns.take_error();
+  st.ns = std::move(*ns);  // forgets the old numbers, closing none
   return Ok{};
 }
 
@@ -149,10 +144,17 @@ int remote_user_init(spank_t sp) {
   }
   st.created = true;
   st.container = resp->create_step();
-  if (auto s = open_step_namespaces(st); !s) {
-    hold_error(st, s.error());
+  // Opened here, in slurmstepd before it forks the tasks, so every task inherits
+  // the same descriptors: one check of the holder, and all tasks join the very
+  // namespaces it named, even if it exits in between. In task_init_privileged
+  // each task (a fork of its own: no "first" shares with the others) would open
+  // and check them anew, and a holder gone between two tasks would split the step.
+  auto ns = StepNamespaces::open(st.container, kHolderTarget);
+  if (!ns) {
+    hold_error(st, ns.error());
     return 0;
   }
+  st.ns = std::move(*ns);
   seam::daemon_log("completed container setup in " + std::to_string(st.container.setup_ms()) + " ms (" +
                    st.container.image() + (st.container.attached() ? ", joined named container " + st.opts.name : "") +
                    ")");
@@ -163,12 +165,13 @@ int remote_task_init_privileged(spank_t sp) {
   StepState& st = step_state();
   if (!st.active) return 0;
   if (!st.error.empty()) return fail_task(sp, st.error);
+  if (auto s = namespaces_here(st, seam::local_task_id(sp) == 0); !s) return fail_task(sp, s.error());
   // PMIx's server directory exists only now that slurmstepd forks the tasks,
   // and its variables are set only after this callback: the path is Slurm's rule.
   std::vector<std::string> env = seam::job_env(sp);
   std::optional<std::string> pmix_dir;
   if (auto mpi = env_value(env, "SLURM_MPI_TYPE"); mpi && starts_with(*mpi, "pmix")) {
-    auto spool = seam::pmix_spool_dir(st.step.job_id, st.step.step_id);
+    auto spool = pmix_spool_dir(st.step.job_id, st.step.step_id);
     if (!spool) return fail_task(sp, spool.error());
     pmix_dir = *spool + "/pmix." + std::to_string(st.step.job_id) + "." + std::to_string(st.step.step_id);
   }
@@ -187,14 +190,14 @@ int remote_task_init_privileged(spank_t sp) {
     tree_fd = std::move(*t);
   }
   Status joined = Ok{};
-  for (const auto& [fd, what] : {std::pair{&st.net_ns, "network"}, {&st.ipc_ns, "IPC"}, {&st.uts_ns, "UTS"}})
-    if (joined && *fd) joined = enter_ns(fd->get(), what);
-  if (joined) joined = join_mount_ns(st.ns_fd.get());
+  for (const auto& [ns, what] : {std::pair{&st.ns.net, "network"}, {&st.ns.ipc, "IPC"}, {&st.ns.uts, "UTS"}})
+    if (joined && ns->recorded()) joined = enter_ns(ns->here(), what);
+  if (joined) joined = join_mount_ns(st.ns.mnt.here());
   if (joined && tree_fd) joined = attach_tree(tree_fd.get(), *pmix_dir);
   tree_fd.reset();
   if (!joined) return fail_task(sp, joined.error());
   // This task is inside now; the user's process has no use for the fds.
-  for (Fd* fd : {&st.ns_fd, &st.net_ns, &st.ipc_ns, &st.uts_ns}) fd->reset();
+  for (HeldNs* ns : {&st.ns.mnt, &st.ns.net, &st.ns.ipc, &st.ns.uts}) ns->reset();
   if (seam::local_task_id(sp) == 0 && !st.container.attached())
     for (const MountSpec& m : st.opts.mounts)
       if (m.propagation.ends_with("unbindable"))
@@ -243,9 +246,9 @@ int remote_task_init(spank_t sp) {
   // Last: the user namespace leaves this task no rights over slurmstepd's setup. The
   // step's own (its keeper's, shared by its tasks and by steps attached to it), else one
   // of the task's.
-  if (st.user_ns) {
-    Status entered = enter_ns(st.user_ns.get(), "user");
-    st.user_ns.reset();
+  if (st.ns.user.recorded()) {
+    Status entered = enter_ns(st.ns.user.here(), "user");
+    st.ns.user.reset();
     if (!entered) return fail_task(sp, entered.error());
   } else if (st.opts.remap_root) {
     if (auto s = remap_to_root(st.step.uid, st.step.gid); !s) return fail_task(sp, s.error());
@@ -295,7 +298,7 @@ int remote_task_exit(spank_t sp) {
 
 int remote_exit(spank_t) {
   StepState& st = step_state();
-  for (Fd* fd : {&st.ns_fd, &st.user_ns, &st.net_ns, &st.ipc_ns, &st.uts_ns}) fd->reset();
+  st.ns = {};  // closes only what this process holds: a clone's numbers are slurmstepd's own files
   if (st.created) release(st);
   return 0;
 }

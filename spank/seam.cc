@@ -3,13 +3,9 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <set>
-#include <string_view>
 
-#include "common/files.h"
 #include "common/passwd.h"
 #include "common/slurm_ids.h"
-#include "common/strings.h"
 
 namespace crisp::seam {
 namespace {
@@ -28,6 +24,22 @@ std::string user_name(uid_t uid) {
 }
 
 }  // namespace
+
+spank_context_t context() { return spank_context(); }
+
+bool remote(spank_t sp) { return spank_remote(sp) != 0; }
+
+Status register_options(spank_t sp, std::vector<spank_option>& options) {
+  for (spank_option& opt : options)
+    if (spank_option_register(sp, &opt) != ESPANK_SUCCESS) return fail(std::string("cannot register --") + opt.name);
+  return Ok{};
+}
+
+std::optional<std::string> job_option(spank_t sp, spank_option& option) {
+  char* arg = nullptr;
+  if (spank_option_getopt(sp, &option, &arg) != ESPANK_SUCCESS) return std::nullopt;
+  return std::string(arg ? arg : "");
+}
 
 Result<StepContext> read_step(spank_t sp) {
   StepContext s;
@@ -104,43 +116,6 @@ Status apply_env(spank_t sp, const std::vector<EnvEdit>& edits) {
       return fail("cannot set " + e.name + " in the task's environment: " + spank_strerror(rc));
   }
   return Ok{};
-}
-
-namespace {
-
-// The inodes of the sockets process pid holds ("socket:[N]" links in /proc/PID/fd).
-std::set<std::string> socket_inodes_of(pid_t pid) {
-  std::set<std::string> out;
-  std::string dir = "/proc/" + std::to_string(pid) + "/fd";
-  for (const std::string& fd : list_dir(dir)) {
-    char link[64] = {};
-    ssize_t n = readlink((dir + "/" + fd).c_str(), link, sizeof link - 1);
-    std::string_view l(link, n > 0 ? static_cast<size_t>(n) : 0);
-    if (starts_with(l, "socket:[") && l.back() == ']') out.insert(std::string(l.substr(8, l.size() - 9)));
-  }
-  return out;
-}
-
-}  // namespace
-
-Result<std::string> pmix_spool_dir(uint32_t job_id, uint32_t step_id) {
-  std::string suffix = "/stepd.slurm.pmix." + std::to_string(job_id) + "." + std::to_string(step_id);
-  auto table = read_text("/proc/net/unix", 64u << 20);
-  if (!table) return fail("cannot read /proc/net/unix: " + table.error());
-  // Any user can bind a socket of that name; only the one slurmstepd (this
-  // task's parent) holds is the step's PMIx server.
-  std::set<std::string> stepd_sockets = socket_inodes_of(getppid());
-  for (const std::string& line : split(*table, '\n')) {
-    // Num RefCount Protocol Flags Type St Inode Path
-    std::vector<std::string> f;
-    for (const std::string& w : split(line, ' '))
-      if (!w.empty()) f.push_back(w);
-    if (f.size() < 8 || !stepd_sockets.count(f[6])) continue;
-    const std::string& path = f[7];
-    if (path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0)
-      return path.substr(0, path.size() - suffix.size());
-  }
-  return fail("cannot find the step's PMIx server (no " + suffix.substr(1) + " socket of its slurmstepd)");
 }
 
 void user_output(const std::string& text) {

@@ -1,9 +1,11 @@
-// The thin seam around the SPANK API: everything the plugin reads from or
-// writes to Slurm goes through here, so the rest is plain C++.
+// The thin seam around the SPANK API, the only file that calls it: everything
+// the plugin reads from or writes to Slurm goes through here, so the rest is
+// plain C++.
 #pragma once
 
 #include "spank/slurm_spank.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,16 @@
 #include "spank/step_request.h"
 
 namespace crisp::seam {
+
+// The Slurm program the plugin runs in (srun, sbatch or salloc, slurmstepd, slurmd).
+spank_context_t context();
+// Whether sp is slurmstepd's, where the step's callbacks do their work.
+bool remote(spank_t sp);
+// Adds the options to the program's command line; the first that fails is named.
+Status register_options(spank_t sp, std::vector<spank_option>& options);
+// An option as the job gave it, where no option callback runs (the prolog:
+// slurmd's SPANK_ variables): its argument ("" for a flag), nullopt if not given.
+std::optional<std::string> job_option(spank_t sp, spank_option& option);
 
 Result<StepContext> read_step(spank_t sp);
 std::vector<std::string> job_env(spank_t sp);
@@ -24,12 +36,6 @@ Result<uint32_t> job_id(spank_t sp);
 Result<std::pair<uint32_t, uint32_t>> job_owner(spank_t sp);
 // This node's index in the step (S_JOB_NODEID); -1 when Slurm does not say.
 int node_id(spank_t sp);
-
-// slurmd's spool directory (%n and %h expanded), where Slurm's PMIx plugin
-// makes each step's server directory. SPANK has no item for it; the plugin's
-// own socket, <spool>/stepd.slurm.pmix.<job>.<step>, listed in /proc/net/unix
-// and held by this task's slurmstepd (any user may bind one of that name), tells.
-Result<std::string> pmix_spool_dir(uint32_t job_id, uint32_t step_id);
 
 // The one line a user sees for an error they can fix.
 void user_error(const std::string& message);

@@ -1,17 +1,29 @@
-// slurmd (job prolog and epilog): the prolog starts pulling the job's image on
-// each node of the allocation, before its first step; at the end, whatever of
-// the job is still in the CRI goes, even when a slurmstepd died before it could
-// release its step.
+// slurmd (job prolog and epilog): the prolog reads the job's options and starts
+// pulling its image on each node of the allocation, before its first step; at
+// the end, whatever of the job is still in the CRI goes, even when a
+// slurmstepd died before it could release its step.
 #include "common/client.h"
 #include "common/image_ref.h"
 #include "spank/contexts.h"
 #include "spank/seam.h"
 
 namespace crisp {
+namespace {
+
+// The job's options, as slurmd passes them to the prolog (SPANK_ variables).
+void read_job_options(spank_t sp, std::vector<spank_option>& options) {
+  const std::vector<OptionDef>& defs = option_defs();
+  for (size_t i = 0; i < defs.size(); ++i)
+    if (auto arg = seam::job_option(sp, options[i]))
+      plugin_state().raw.values[defs[i].key] = option_value(defs[i], *arg);
+}
+
+}  // namespace
 
 // Never fails the prolog (that would drain the node): a pull that cannot start
 // here is the first step's to retry and report.
-int slurmd_job_prolog(spank_t sp) {
+int slurmd_job_prolog(spank_t sp, std::vector<spank_option>& options) {
+  read_job_options(sp, options);
   auto image = plugin_state().raw.values.find("IMAGE");
   if (image == plugin_state().raw.values.end() || image->second.empty() || is_image_file(image->second)) return 0;
   auto ref = parse_image_ref(image->second);

@@ -2,7 +2,10 @@
 // unshare(CLONE_NEWUSER) fail as a node's policy would (this machine's sysctl
 // is read-only, so the integration tests cannot turn them off).
 #include "spank/join.h"
+#include "spank/held_ns.h"
 #include "spank/id_calls_filter.h"
+#include "spank/remap_root.h"
+#include "spank/task_mounts.h"
 
 #include <gtest/gtest.h>
 #include <linux/filter.h>
@@ -17,11 +20,13 @@
 #include <grp.h>
 #include <sys/fsuid.h>
 #include <unistd.h>
+#include <fcntl.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "common/files.h"
 
@@ -106,26 +111,142 @@ TEST(IdCallsFilter, ChownAndSetuidSucceedWithoutEffect) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "10 install, 11 a call failed, 12 one took effect, 13 setfsuid(-1), 14 no filter";
 }
 
-// The holder's pid may be reused once it exits; a task must never join the
-// mount namespace of whatever process has it then (as root, before setuid).
-TEST(JoinHolder, PidAndStartTimeNameTheHolderAlone) {
-  char self[PATH_MAX] = {};
-  ASSERT_GT(readlink("/proc/self/exe", self, sizeof self - 1), 0);
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+// A stand-in for a step's holder: a child of the test, whose executable is the test's own.
+struct Holder {
+  char exe[PATH_MAX] = {};
+  pid_t pid = -1;
+  uint64_t start_time = 0;
+  ~Holder() { stop(); }
+  void stop() {
+    if (pid <= 0) return;
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    pid = -1;
+  }
+};
+
+void start_holder(Holder& h) {
+  ASSERT_GT(readlink("/proc/self/exe", h.exe, sizeof h.exe - 1), 0);
+  h.pid = fork();
+  ASSERT_GE(h.pid, 0);
+  if (h.pid == 0) {
     pause();
     _exit(0);
   }
-  auto started = crisp::process_start_time(child);
+  auto started = crisp::process_start_time(h.pid);
   ASSERT_TRUE(started.ok()) << started.error();
-  EXPECT_TRUE(crisp::open_holder_mount_ns(child, *started, self).ok());
-  auto other = crisp::open_holder_mount_ns(child, *started + 1, self);
+  h.start_time = *started;
+}
+
+// The holder's pid may be reused once it exits; a task must never join the
+// mount namespace of whatever process has it then (as root, before setuid).
+TEST(JoinHolder, PidAndStartTimeNameTheHolderAlone) {
+  Holder h;
+  ASSERT_NO_FATAL_FAILURE(start_holder(h));
+  EXPECT_TRUE(crisp::open_holder_mount_ns(h.pid, h.start_time, h.exe).ok());
+  auto other = crisp::open_holder_mount_ns(h.pid, h.start_time + 1, h.exe);
   ASSERT_FALSE(other.ok()) << "another start time: another process with that pid";
   EXPECT_EQ(other.error(), "the step's container exited before its tasks could join it");
-  kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
-  EXPECT_FALSE(crisp::open_holder_mount_ns(child, *started, self).ok()) << "it exited";
+  pid_t exited = h.pid;
+  h.stop();
+  EXPECT_FALSE(crisp::open_holder_mount_ns(exited, h.start_time, h.exe).ok()) << "it exited";
+}
+
+bool is_dev_null(int fd) {
+  struct stat null {}, st {};
+  return stat("/dev/null", &null) == 0 && fstat(fd, &st) == 0 && st.st_rdev == null.st_rdev;
+}
+
+// A number closed behind its back and reused: not used, and never closed again.
+TEST(HeldNs, ANumberReusedIsAnotherFile) {
+  auto held = crisp::HeldNs::hold(crisp::Fd(open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC)));
+  ASSERT_TRUE(held.ok()) << held.error();
+  int number = held->here();
+  ASSERT_GE(number, 0) << "the opener has it";
+  ASSERT_EQ(close(number), 0);
+  crisp::Fd null(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  ASSERT_EQ(null.get(), number) << "the lowest free number";
+  EXPECT_EQ(held->here(), -1) << "/dev/null at that number now";
+  held->reset();
+  EXPECT_TRUE(is_dev_null(number)) << "reset closed a file it did not open";
+}
+
+// user_init as slurmstepd runs it under SlurmdParameters=contain_spank.
+struct UserInit {
+  const crisp::v1::CreateStepResponse* response;
+  const char* holder_exe;
+  crisp::StepNamespaces ns;
+  int number = -1;  // the mount namespace's descriptor, in the clone
+};
+
+int open_in_clone(void* arg) {
+  auto* u = static_cast<UserInit*>(arg);
+  auto ns = crisp::StepNamespaces::open(*u->response, u->holder_exe);
+  if (!ns) return 1;
+  u->ns = std::move(*ns);
+  u->number = u->ns.mnt.here();
+  return 0;
+}
+
+void user_init_in_clone(UserInit& u) {
+  std::vector<char> stack(1 << 20);
+  pid_t pid = clone(open_in_clone, stack.data() + stack.size(), CLONE_VM | SIGCHLD, &u);
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the clone could not open the namespaces";
+  ASSERT_GE(u.number, 0);
+  EXPECT_EQ(u.ns.mnt.opener(), pid);
+}
+
+// Opened in a clone(CLONE_VM) child (shared memory, its own descriptor table)
+// that exits: slurmstepd's table has other files at those numbers. None is used
+// or closed; a task opens the namespaces again and joins them.
+TEST(StepNamespaces, OpenedInACloneAreNeitherUsedNorClosedButOpenedAgain) {
+  Holder h;
+  ASSERT_NO_FATAL_FAILURE(start_holder(h));
+  crisp::v1::CreateStepResponse response;
+  response.set_holder_pid(h.pid);
+  response.set_holder_start_time(h.start_time);
+  UserInit u{&response, h.exe, {}};
+  ASSERT_NO_FATAL_FAILURE(user_init_in_clone(u));
+  std::string holder_mnt = "/proc/" + std::to_string(h.pid) + "/ns/mnt";
+  {
+    // The very namespace at that number, but slurmstepd's own descriptor: still not the clone's.
+    crisp::Fd opened(open(holder_mnt.c_str(), O_RDONLY | O_CLOEXEC));
+    crisp::Fd same(dup3(opened.get(), u.number, O_CLOEXEC));
+    ASSERT_EQ(same.get(), u.number);
+    EXPECT_EQ(u.ns.mnt.here(), -1) << "a descriptor of the same namespace, opened by another process";
+  }
+  // slurmstepd's own files, one of them at the clone's number.
+  std::vector<crisp::Fd> nulls;
+  while (nulls.size() < 16 && (nulls.empty() || nulls.back().get() < u.number))
+    nulls.emplace_back(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  ASSERT_EQ(nulls.back().get(), u.number) << "no file of ours took the clone's number";
+  EXPECT_EQ(u.ns.mnt.here(), -1) << "/dev/null at the clone's number";
+  EXPECT_FALSE(u.ns.held_here());
+  auto again = crisp::StepNamespaces::open(response, h.exe);
+  ASSERT_TRUE(again.ok()) << again.error();
+  u.ns = std::move(*again);  // as a task does: the clone's numbers forgotten
+  EXPECT_TRUE(is_dev_null(u.number)) << "the clone's number was closed here";
+  ASSERT_TRUE(u.ns.held_here());
+  struct stat holder_ns {}, opened {};
+  ASSERT_EQ(stat(holder_mnt.c_str(), &holder_ns), 0);
+  ASSERT_EQ(fstat(u.ns.mnt.here(), &opened), 0);
+  EXPECT_TRUE(opened.st_dev == holder_ns.st_dev && opened.st_ino == holder_ns.st_ino) << "not the holder's";
+  // A task: forked, it has this process's copy, and joins through it.
+  pid_t task = fork();
+  ASSERT_GE(task, 0);
+  if (task == 0) {
+    if (u.ns.mnt.here() < 0) _exit(10);
+    _exit(geteuid() != 0 || crisp::join_mount_ns(u.ns.mnt.here()).ok() ? 0 : 11);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(task, &status, 0), task);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "exit " << WEXITSTATUS(status) << " (10 not inherited, 11 setns)";
+  u.ns = {};
+  for (const crisp::Fd& null : nulls) EXPECT_TRUE(is_dev_null(null.get())) << "fd " << null.get() << " closed";
 }
 
 // The PMIx directory: taken on the host through no symlink, and attached in the

@@ -94,6 +94,20 @@ TEST(Options, ConflictsAndSavePaths) {
   EXPECT_EQ(saved->save_path, "out.sqsh");
 }
 
+// The same value whether the option's callback or the prolog (SPANK_ variables) reads it.
+TEST(Options, ValueIsTheArgumentOrTheFlagsValue) {
+  auto def = [](const std::string& name) {
+    for (const crisp::OptionDef& d : crisp::option_defs())
+      if (d.name == name) return d;
+    ADD_FAILURE() << "no --" << name;
+    return crisp::option_defs().front();
+  };
+  EXPECT_EQ(crisp::option_value(def("container-image"), "ubuntu:24.04"), "ubuntu:24.04");
+  EXPECT_EQ(crisp::option_value(def("container-image"), ""), "");
+  EXPECT_EQ(crisp::option_value(def("container-mount-home"), ""), "1");
+  EXPECT_EQ(crisp::option_value(def("no-container-mount-home"), "ignored"), "0");
+}
+
 TEST(Options, EachOptionValidatedAlone) {
   EXPECT_FALSE(crisp::validate_option("IMAGE", "Bad:Image:").ok());
   EXPECT_FALSE(crisp::validate_option("MOUNTS", "rel:/x").ok());
