@@ -12,6 +12,8 @@
 #include <optional>
 #include <thread>
 
+#include "agent/images/image_store.h"
+#include "agent/metrics/metrics.h"
 #include "common/client.h"
 #include "common/log.h"
 #include "common/slurm_ids.h"

@@ -21,6 +21,9 @@
 
 namespace crisp {
 
+class Metrics;
+struct PullCounters;
+
 struct Peer {
   pid_t pid = 0;
   uid_t uid = 0;

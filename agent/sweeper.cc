@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "agent/cri/cri_client.h"
 #include "agent/cri/labels.h"
 #include "agent/metrics/metrics.h"
 #include "common/log.h"

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <mutex>
 
+#include "agent/cri/cri_client.h"
 #include "agent/cri/snapshot_client.h"
 #include "agent/devices/cdi_hooks.h"
 #include "agent/host/entrypoint.h"

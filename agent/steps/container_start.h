@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/cri/cri_client.h"
+#include "agent/cri/cri_types.h"
 #include "agent/cri/spec_builder.h"
 #include "agent/host/holder_process.h"
 #include "agent/host/user_rootfs.h"
@@ -18,6 +18,8 @@
 #include "agent/steps/step_plan.h"
 
 namespace crisp {
+
+class CriClient;
 
 class SnapshotClient;
 

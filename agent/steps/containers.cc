@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "agent/cri/cri_client.h"
 #include "agent/cri/labels.h"
 #include "agent/host/hca_view.h"
 #include "agent/host/host_mounts.h"

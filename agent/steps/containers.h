@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/cri/cri_client.h"
+#include "agent/cri/cri_types.h"
 #include "agent/spares/claims.h"
 #include "agent/spares/spare_pool.h"
 #include "agent/steps/holders.h"
@@ -16,6 +16,8 @@
 #include "agent/steps/user_sandboxes.h"
 
 namespace crisp {
+
+class CriClient;
 
 // The labels every container of a job has (job 0: named containers of global scope, sandboxes).
 Labels job_selector(uint32_t job_id);

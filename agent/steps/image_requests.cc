@@ -2,13 +2,16 @@
 
 #include <memory>
 
+#include "agent/images/image_store.h"
+#include "agent/metrics/metrics.h"
+
 #include "common/files.h"
 #include "common/passwd.h"
 #include "common/slurm_ids.h"
 
 namespace crisp {
 
-ImageStore::CredentialSource ImageRequests::credentials(std::optional<UserFiles> user, const std::string& registry,
+std::function<FoundCredential()> ImageRequests::credentials(std::optional<UserFiles> user, const std::string& registry,
                                                         const std::string& login) const {
   return [this, user = std::move(user), registry, login] {
     return credentials_for(user ? &*user : nullptr, node_auth_file_, registry, login);

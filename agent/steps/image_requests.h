@@ -11,13 +11,16 @@
 #include <string>
 
 #include "agent/images/credentials.h"
-#include "agent/images/image_store.h"
-#include "agent/metrics/metrics.h"
+#include "agent/cri/spec_builder.h"
+#include "agent/images/pull_waiter.h"
 #include "agent/slurm/slurm_jobs.h"
 #include "common/image_ref.h"
 #include "crisp.pb.h"
 
 namespace crisp {
+
+class ImageStore;
+class Metrics;
 
 // Whether slurmctld still runs a step (slurm_jobs.h's slurm_step_liveness), asked while its
 // image is pulled; unset: not asked.
@@ -44,7 +47,7 @@ class ImageRequests {
   Result<ImageConfig> for_import(const ImageRef& ref, std::optional<UserFiles> user, const PullWaiter& waiter);
 
  private:
-  ImageStore::CredentialSource credentials(std::optional<UserFiles> user, const std::string& registry,
+  std::function<FoundCredential()> credentials(std::optional<UserFiles> user, const std::string& registry,
                                            const std::string& login) const;
   // The request's own stop (its client left) and, every few seconds, slurmctld's word on the step.
   PullWaiter step_waiter(const v1::CreateStepRequest& req, const PullWaiter& request) const;

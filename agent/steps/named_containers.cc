@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "agent/cri/cri_client.h"
 #include "agent/cri/labels.h"
+#include "agent/images/image_store.h"
 #include "agent/host/entrypoint.h"
 #include "common/files.h"
 #include "common/log.h"

@@ -8,13 +8,16 @@
 #include <optional>
 #include <string>
 
-#include "agent/cri/cri_client.h"
-#include "agent/images/image_store.h"
+#include "agent/cri/cri_types.h"
 #include "agent/steps/container_start.h"
 #include "agent/steps/containers.h"
 #include "agent/steps/step_sessions.h"
 
 namespace crisp {
+
+class ImageStore;
+
+class CriClient;
 
 class NamedContainers {
  public:

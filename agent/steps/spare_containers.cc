@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "agent/cri/cri_client.h"
 #include "agent/cri/labels.h"
+#include "agent/metrics/metrics.h"
 #include "agent/host/user_rootfs.h"
 #include "agent/spares/claim_plan.h"
 #include "common/files.h"

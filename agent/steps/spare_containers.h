@@ -18,9 +18,8 @@
 #include <string>
 #include <thread>
 
-#include "agent/cri/cri_client.h"
+#include "agent/cri/cri_types.h"
 #include "agent/host/claim_mounts.h"
-#include "agent/metrics/metrics.h"
 #include "agent/spares/claims.h"
 #include "agent/spares/spare_pool.h"
 #include "agent/steps/container_start.h"
@@ -31,6 +30,11 @@
 #include "agent/steps/user_sandboxes.h"
 
 namespace crisp {
+
+class Metrics;
+enum class SpareEvent;
+
+class CriClient;
 
 // Attaches a claimed spare's mounts and devices (claim_mounts.h's attach_in_container; a
 // seam for the fake CRI's tests).

@@ -1,6 +1,7 @@
 #include "agent/steps/step_creator.h"
 
 #include "agent/cri/labels.h"
+#include "agent/metrics/metrics.h"
 #include "agent/steps/step_paths.h"
 #include "common/files.h"
 #include "common/log.h"

@@ -6,7 +6,6 @@
 // phases StepDevices, StepImage, StepHost, NamedContainers, SpareContainers), Metrics.
 #pragma once
 
-#include "agent/metrics/metrics.h"
 #include "agent/steps/container_start.h"
 #include "agent/steps/containers.h"
 #include "agent/steps/holders.h"
@@ -20,6 +19,9 @@
 #include "agent/steps/user_sandboxes.h"
 
 namespace crisp {
+
+class Metrics;
+enum class SetupKind;
 
 // The units a create goes through.
 struct CreatorParts {

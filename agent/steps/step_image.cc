@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <chrono>
 
+#include "agent/cri/cri_client.h"
 #include "agent/devices/driver_discovery.h"
+#include "agent/images/image_store.h"
 #include "agent/host/squashfs_mount.h"
 #include "agent/host/squashfs_tools.h"
 #include "agent/images/enroot_config.h"

@@ -6,11 +6,13 @@
 
 #include <string>
 
-#include "agent/images/image_store.h"
 #include "agent/steps/image_requests.h"
 #include "agent/steps/step_plan.h"
 
 namespace crisp {
+
+class CriClient;
+class ImageStore;
 
 // The most crispd reads of a squashfs image's /etc/environment or /etc/rc.
 inline constexpr size_t kImageConfigFileMax = 1u << 20;

@@ -11,7 +11,7 @@
 #include "agent/devices/cdi.h"
 #include "agent/devices/rdma_plan.h"
 #include "agent/host/user_access.h"
-#include "agent/images/image_store.h"
+#include "agent/images/pull_waiter.h"
 #include "common/image_ref.h"
 #include "crisp.pb.h"
 

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <chrono>
 
+#include "agent/cri/cri_client.h"
 #include "agent/cri/labels.h"
 #include "agent/cri/spec_builder.h"
 #include "agent/host/user_access.h"

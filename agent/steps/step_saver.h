@@ -3,11 +3,13 @@
 // (the container's mount namespace, mksquashfs as the user).
 #pragma once
 
-#include "agent/cri/cri_client.h"
+#include "agent/cri/cri_types.h"
 #include "agent/host/squashfs_tools.h"
 #include "crisp.pb.h"
 
 namespace crisp {
+
+class CriClient;
 
 class StepSaver {
  public:

@@ -1,5 +1,6 @@
 #include "agent/steps/user_sandboxes.h"
 
+#include "agent/cri/cri_client.h"
 #include "agent/cri/labels.h"
 #include "agent/steps/phase_clock.h"
 #include "common/log.h"

@@ -10,11 +10,13 @@
 #include <optional>
 #include <string>
 
-#include "agent/cri/cri_client.h"
+#include "agent/cri/cri_types.h"
 #include "agent/cri/spec_builder.h"
 #include "agent/steps/job_locks.h"
 
 namespace crisp {
+
+class CriClient;
 
 class PhaseClock;
 
