@@ -115,12 +115,12 @@ void Server::serve(const std::atomic<bool>& stop) {
       std::thread([this, peer, conn = std::move(fd)]() mutable {
         serve_connection(conn.get(), peer);
         conn.reset();
-        leave(peer);
+        slots_.give(peer.uid);
         active_--;
       }).detach();
     } catch (const std::system_error& e) {
       log_error("cannot start a thread for a connection: " + std::string(e.what()));
-      leave(peer);
+      slots_.give(peer.uid);
       active_--;
     }
   }
@@ -129,62 +129,14 @@ void Server::serve(const std::atomic<bool>& stop) {
   listen_fd_.reset();
 }
 
-bool Server::may_log_user_noise() {
-  std::lock_guard lock(noise_mu_);
-  auto now = std::chrono::steady_clock::now();
-  if (now - noise_window_ > std::chrono::seconds(10)) {
-    if (noise_dropped_) log_warn(std::to_string(noise_dropped_) + " more lines like the last were not logged");
-    noise_window_ = now;
-    noise_lines_ = 0;
-    noise_dropped_ = 0;
-  }
-  if (noise_lines_ < 20) {
-    noise_lines_++;
-    return true;
-  }
-  noise_dropped_++;
-  return false;
-}
-
 Status Server::admit(const Peer& peer) {
-  // What a refused client is told: which limit it hit, and whose (one user's, all users', root's).
-  auto too_many = [](const std::string& which) {
-    return fail("crispd has too many connections open: " + which + ": try again");
-  };
-  std::lock_guard lock(slots_mu_);
-  if (peer.uid == 0) {
-    if (root_slots_ >= kMaxRoot) {
-      metrics().refused(Refusal::kOverloaded);
-      return too_many("root holds its limit of " + std::to_string(kMaxRoot));
-    }
-    root_slots_++;
-    return Ok{};
-  }
-  int& mine = per_user_[peer.uid];
-  if (mine >= kMaxPerUser || user_slots_ >= kMaxUsers) {
-    metrics().refused(Refusal::kOverloaded);
-    std::string counts = std::to_string(mine) + " of its own and " + std::to_string(user_slots_) + " of all users open";
-    std::string which = mine >= kMaxPerUser
-                            ? "uid " + std::to_string(peer.uid) + " holds the per-user limit of " + std::to_string(kMaxPerUser)
-                            : "all users together hold the node-wide limit of " + std::to_string(kMaxUsers);
-    if (mine == 0) per_user_.erase(peer.uid);
-    if (may_log_user_noise())
-      log_warn("refused a connection of uid " + std::to_string(peer.uid) + " (pid " + std::to_string(peer.pid) + "): " + counts);
-    return too_many(which);
-  }
-  mine++;
-  user_slots_++;
-  return Ok{};
-}
-
-void Server::leave(const Peer& peer) {
-  std::lock_guard lock(slots_mu_);
-  if (peer.uid == 0) {
-    root_slots_--;
-    return;
-  }
-  user_slots_--;
-  if (auto it = per_user_.find(peer.uid); it != per_user_.end() && --it->second == 0) per_user_.erase(it);
+  auto denied = slots_.take(peer.uid);
+  if (!denied) return Ok{};
+  metrics().refused(Refusal::kOverloaded);
+  if (!denied->counts.empty() && noise_.may_log())
+    log_warn("refused a connection of uid " + std::to_string(peer.uid) + " (pid " + std::to_string(peer.pid) +
+             "): " + denied->counts);
+  return fail(denied->user_line);
 }
 
 void Server::serve_connection(int fd, const Peer& peer) {
@@ -192,7 +144,7 @@ void Server::serve_connection(int fd, const Peer& peer) {
   if (!frame) {
     if (frame.error_kind() == ErrorKind::kClosed) return;
     metrics().refused(Refusal::kBadInput);
-    if (peer.uid == 0 || may_log_user_noise())
+    if (peer.uid == 0 || noise_.may_log())
       log_warn("reading a request from pid " + std::to_string(peer.pid) + " (uid " + std::to_string(peer.uid) +
                "): " + frame.error());
     return;
@@ -243,7 +195,7 @@ v1::Response Server::handle_safely(const v1::Request& req, const Peer& peer, con
   std::string who = "uid " + std::to_string(peer.uid) + " (pid " + std::to_string(peer.pid) + ")";
   try {
     v1::Response r = handle(req, peer, waiter);
-    if (!r.error().empty() && (peer.uid == 0 || may_log_user_noise())) log_info("request of " + who + " failed: " + r.error());
+    if (!r.error().empty() && (peer.uid == 0 || noise_.may_log())) log_info("request of " + who + " failed: " + r.error());
     return r;
   } catch (const std::exception& e) {
     log_error("a request of " + who + " raised an exception: " + e.what());

@@ -8,7 +8,9 @@
 #include <mutex>
 #include <string>
 
+#include "agent/connection_slots.h"
 #include "agent/images/pull_waiter.h"
+#include "agent/log_throttle.h"
 #include "agent/steps/containers.h"
 #include "agent/steps/image_importer.h"
 #include "agent/steps/image_requests.h"
@@ -59,21 +61,12 @@ class Server {
   // no input may end a connection's thread, let alone crispd.
   v1::Response handle_safely(const v1::Request& req, const Peer& peer, const PullWaiter& waiter = {});
 
-  // The socket is every user's (0666): one user may hold only a few
-  // connections at once, and all users together fewer than root (slurmstepd),
-  // whose requests are served whatever users do.
-  static constexpr int kMaxPerUser = 16;
-  static constexpr int kMaxUsers = 256;
-  static constexpr int kMaxRoot = 512;
   // A user's request is small (list, stats, remove-named); root's carry a job's environment.
   static constexpr size_t kMaxUserFrame = 64 << 10;
 
  private:
   // Takes a connection slot for peer, or says why there is none.
   Status admit(const Peer& peer);
-  // What a user can make happen at will is logged at most 20 lines in 10 s; the rest counted.
-  bool may_log_user_noise();
-  void leave(const Peer& peer);
   void serve_connection(int fd, const Peer& peer);
   void release_answered_first(int fd, const v1::Request& req, const Peer& peer);
   v1::StatsResponse stats() const;
@@ -84,13 +77,9 @@ class Server {
   const ServedUnits u_;
   Fd listen_fd_;
   std::atomic<int> active_{0};
-  std::mutex slots_mu_;
-  int root_slots_ = 0, user_slots_ = 0;
-  std::map<uid_t, int> per_user_;
-  std::mutex noise_mu_;
-  std::chrono::steady_clock::time_point noise_window_{};
-  int noise_lines_ = 0;
-  uint64_t noise_dropped_ = 0;
+  ConnectionSlots slots_;
+  // What a user can make happen at will is logged at most 20 lines in 10 s; the rest counted.
+  LogThrottle noise_{20, std::chrono::seconds(10)};
 };
 
 }  // namespace crisp

@@ -131,8 +131,7 @@ ImageStore::~ImageStore() {
       if (entry->pull) entry->pull->canceller.cancel();
     }
   }
-  std::unique_lock lock(threads_mu_);
-  threads_cv_.wait(lock, [&] { return threads_ == 0; });
+  slots_.wait_idle();
 }
 
 Result<ImageConfig> ImageStore::ensure(const std::string& ref, const CredentialSource& credentials,
@@ -146,15 +145,15 @@ Result<ImageConfig> ImageStore::ensure(const std::string& ref, const CredentialS
       if (entry->pull) {
         pull = entry->pull;
       } else {
-        auto found = read_config(ref);
-        if (!found) return found.take_error();
-        if (*found) {
+        auto present = read_config(ref);
+        if (!present) return present.take_error();
+        if (*present) {
           bool guarded = policy_ == PrivateImagePolicy::kAlways || (policy_ == PrivateImagePolicy::kPrivate && is_private(ref));
           // The pull this request started checked its own credentials.
           if (guarded && !started)
             if (auto s = recheck(ref, credentials); !s) return s.take_error();
           if (!started) (waited ? counters_.merged : counters_.cached)++;
-          return **found;
+          return **present;
         }
         if (waited) return fail("image " + ref + " vanished from the store right after its pull");
         auto found = look_up(credentials);
@@ -183,46 +182,19 @@ Result<bool> ImageStore::prefetch(const std::string& ref, const CredentialSource
   return true;
 }
 
-Status ImageStore::take_pull_slot(uint32_t uid) {
-  std::lock_guard l(threads_mu_);
-  int total = 0;
-  for (const auto& [u, n] : pulls_by_uid_) total += n;
-  if (total >= kMaxPulls)
-    return fail("crispd on this node is already pulling " + std::to_string(total) + " images: try again in a while");
-  if (uid != 0 && pulls_by_uid_[uid] >= kMaxPullsPerUser) {
-    return fail("you already have " + std::to_string(kMaxPullsPerUser) +
-                " image pulls under way on this node (cancelled steps' pulls go on): try again when they are done");
-  }
-  pulls_by_uid_[uid]++;
-  return Ok{};
-}
-
-void ImageStore::give_pull_slot(uint32_t uid) {
-  std::lock_guard l(threads_mu_);
-  if (--pulls_by_uid_[uid] <= 0) pulls_by_uid_.erase(uid);
-}
-
 Result<std::shared_ptr<ImageStore::Pull>> ImageStore::start_pull(const std::string& ref,
                                                                  const std::optional<RegistryCredential>& auth,
                                                                  const std::shared_ptr<Entry>& entry, uint32_t uid) {
-  if (auto s = take_pull_slot(uid); !s) return s.take_error();
+  if (auto s = slots_.take(uid); !s) return s.take_error();
   auto pull = std::make_shared<Pull>();
   pull->started_ns = wall_ns();
   counters_.started++;
   log_info("pulling " + ref + (auth ? " as " + auth->username : ""));
   entry->pull = pull;
-  {
-    std::lock_guard l(threads_mu_);
-    threads_++;
-  }
   try {
     std::thread([this, ref, auth, entry, pull, uid] { run_pull(ref, auth, entry, pull, uid); }).detach();
   } catch (const std::system_error& e) {
-    {
-      std::lock_guard l(threads_mu_);
-      threads_--;
-    }
-    give_pull_slot(uid);
+    slots_.give(uid);
     entry->pull.reset();
     return fail("crispd cannot start a thread to pull " + ref + " (" + e.what() + "): try again");
   }
@@ -265,10 +237,7 @@ void ImageStore::run_pull(const std::string& ref, const std::optional<RegistryCr
     pull->done = true;
   }
   pull->cv.notify_all();
-  give_pull_slot(uid);
-  std::lock_guard l(threads_mu_);
-  threads_--;
-  threads_cv_.notify_all();
+  slots_.give(uid);
 }
 
 // A registry's 429 is tried again after a pause (containerd does not pass its Retry-After on).

@@ -21,6 +21,7 @@
 #include "agent/cri/spec_builder.h"
 #include "agent/images/pull_error.h"
 #include "agent/images/pull_progress.h"
+#include "agent/images/pull_slots.h"
 #include "agent/images/pull_waiter.h"
 #include "agent/images/registry_auth.h"
 #include "agent/metrics/metrics.h"
@@ -115,8 +116,6 @@ class ImageStore {
   // Call with entry.mu held: a new pull of ref, on a thread of its own, unless limits forbid.
   Result<std::shared_ptr<Pull>> start_pull(const std::string& ref, const std::optional<RegistryCredential>& auth,
                                            const std::shared_ptr<Entry>& entry, uint32_t uid);
-  Status take_pull_slot(uint32_t uid);
-  void give_pull_slot(uint32_t uid);
   void run_pull(const std::string& ref, const std::optional<RegistryCredential>& auth,
                 const std::shared_ptr<Entry>& entry, const std::shared_ptr<Pull>& pull, uint32_t uid);
   Result<std::string> pull_retrying(const std::string& ref, const std::optional<RegistryCredential>& auth, Pull& pull);
@@ -141,10 +140,7 @@ class ImageStore {
   std::map<std::string, std::chrono::steady_clock::time_point> checked_;  // image and credential -> when; under mu_
   PullCounters counters_;
   PullWatch watch_;
-  std::mutex threads_mu_;
-  std::condition_variable threads_cv_;
-  int threads_ = 0;  // pull threads running; under threads_mu_
-  std::map<uint32_t, int> pulls_by_uid_;  // under threads_mu_, as threads_
+  PullSlots slots_{kMaxPulls, kMaxPullsPerUser};
 };
 
 
