@@ -4,6 +4,7 @@
 # a cluster with spares (CRISP_SPARES is not 0); every other test runs either way.
 
 spares_on() { [[ ${CRISP_SPARES:-8} != 0 ]]; }
+spares_not_here() { spares_on || echo "crispd runs without spares here (CRISP_SPARES=0)"; }
 # spare_ready UID [IMAGE]: crispd lists a spare of that user (and image) ready.
 spare_ready() {
   "${CRISPCTL[@]}" ps | awk -v u="$1" -v i="${2:-$TEST_IMAGE}" 'NR > 1 && $2 == "spare" && $3 == u && $NF == i' | grep -q .
