@@ -50,11 +50,15 @@ Status enter_ns(int ns_fd, const char* what) {
   return Ok{};
 }
 
+namespace {
+
 // An opened namespace, kept with what it names.
-static Result<HeldNs> held(Result<Fd> fd) {
+Result<HeldNs> held(Result<Fd> fd) {
   if (!fd) return fd.take_error();
   return HeldNs::hold(std::move(*fd));
 }
+
+}  // namespace
 
 Result<StepNamespaces> StepNamespaces::open(const v1::CreateStepResponse& c, const char* holder_path_inside) {
   int pid = c.session_pid() != 0 ? c.session_pid() : c.holder_pid();

@@ -65,10 +65,8 @@ int fail_task(spank_t sp, const std::string& message) {
   return -1;
 }
 
-}  // namespace
-
 // Kept for the tasks to print, and logged by slurmstepd for the admin.
-static void hold_error(StepState& st, const std::string& error) {
+void hold_error(StepState& st, const std::string& error) {
   st.error = error;
   seam::daemon_log("job " + std::to_string(st.step.job_id) + " step " + std::to_string(st.step.step_id) + ": " + error);
 }
@@ -76,7 +74,7 @@ static void hold_error(StepState& st, const std::string& error) {
 // user_init opened the namespaces in slurmstepd, whose tasks inherit them; under
 // SlurmdParameters=contain_spank it ran in a clone whose descriptors closed with
 // it, and this task opens them again, checked by the holder's pid and start time.
-static Status namespaces_here(StepState& st, bool log) {
+Status namespaces_here(StepState& st, bool log) {
   if (st.ns.held_here()) return Ok{};
   if (log)
     seam::daemon_log("user_init ran in a process of its own (" + std::to_string(st.ns.mnt.opener()) +
@@ -86,6 +84,8 @@ static Status namespaces_here(StepState& st, bool log) {
   st.ns = std::move(*ns);  // forgets the old numbers, closing none
   return Ok{};
 }
+
+}  // namespace
 
 int remote_init_post_opt(spank_t sp) {
   StepState& st = step_state();
@@ -263,8 +263,10 @@ int remote_task_post_fork(spank_t) {
   return 0;
 }
 
+namespace {
+
 // --container-save, by the node's last task to exit, as Pyxis does: each node saves its container.
-static void save_container(StepState& st) {
+void save_container(StepState& st) {
   const std::string& given = st.opts.save_path;
   if (given.front() != '/' && st.step.workdir.empty())
     return seam::stepd_error("--container-save=" + given + ": the job's directory is unknown; give an absolute path");
@@ -282,6 +284,8 @@ static void save_container(StepState& st) {
   seam::daemon_log("saved the container to " + save->path() + " (" + std::to_string(resp->save_step().bytes()) +
                    " bytes in " + std::to_string(resp->save_step().ms()) + " ms)");
 }
+
+}  // namespace
 
 int remote_task_exit(spank_t sp) {
   StepState& st = step_state();

@@ -230,9 +230,8 @@ void make_home(int root, const UserIdentity& u) {
     std::string name = e->d_name;
     Fd from(name == "." || name == ".." ? -1 : openat(dirfd(list.get()), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     struct stat st {};
-    auto text = from && fstat(from.get(), &st) == 0 && S_ISREG(st.st_mode) ? read_up_to(from.get(), 1u << 20)
-                                                                           : Result<std::string>(fail(""));
-    if (text) replace_file(dir.get(), name, *text, st.st_mode & 0777, u);
+    if (!from || fstat(from.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (auto text = read_up_to(from.get(), 1u << 20)) replace_file(dir.get(), name, *text, st.st_mode & 0777, u);
   }
 }
 

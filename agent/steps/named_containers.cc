@@ -66,9 +66,12 @@ Result<v1::CreateStepResponse> NamedContainers::join_container(const cri::Contai
   out.set_image(image);
   // A squashfs image's Env is its container's, as an entrypoint's is; its WorkingDir a label.
   bool file = labels::value_of(c.labels(), labels::kImageFile) == "true";
-  auto env = file || c.labels().count(labels::kEntrypoint) ? holder_environment(*pid)
-                                                           : Result<std::vector<std::string>>(fail(""));
-  if (file && !env) return fail("the container named " + req.name() + " cannot be joined: " + env.error());
+  std::optional<std::vector<std::string>> env;
+  if (file || c.labels().count(labels::kEntrypoint)) {
+    auto read = holder_environment(*pid);
+    if (file && !read) return fail("the container named " + req.name() + " cannot be joined: " + read.error());
+    if (read) env = std::move(*read);
+  }
   ImageConfig config;
   if (file) {
     config.working_dir = labels::value_of(c.labels(), labels::kImageWorkdir);
@@ -77,7 +80,7 @@ Result<v1::CreateStepResponse> NamedContainers::join_container(const cri::Contai
     if (!found) return found.take_error();
     config = *found;
   }
-  for (const std::string& e : env ? *env : config.env) out.add_image_env(e);
+  for (const std::string& e : env.value_or(config.env)) out.add_image_env(e);
   out.set_image_workdir(config.working_dir);
   if (auto s = sessions_.enter(c.id(), *pid, req, out); !s) return s.take_error();
   return out;
