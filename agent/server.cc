@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <future>
 #include <memory>
 #include <utility>
 #include <optional>
@@ -36,36 +35,6 @@ v1::Response answer(Result<T> result, T* (v1::Response::*field)()) {
   v1::Response r;
   *(r.*field)() = std::move(*result);
   return r;
-}
-
-// What a request's thread and its connection's thread share.
-struct RequestChannel {
-  std::atomic<bool> gone{false};  // the client closed its end or stopped reading
-  std::mutex mu;
-  std::string line;  // the newest progress line not yet sent; under mu
-
-  std::string take_line() {
-    std::lock_guard lock(mu);
-    return std::exchange(line, "");
-  }
-  PullWaiter waiter() {
-    PullWaiter w;
-    w.stop = [this]() -> std::optional<std::string> {
-      if (gone) return "its client went away";
-      return std::nullopt;
-    };
-    w.progress = [this](const std::string& l) {
-      std::lock_guard lock(mu);
-      line = l;
-    };
-    return w;
-  }
-};
-
-// The peer closed its end (a slurmstepd that ended), without reading anything.
-bool peer_hung_up(int fd) {
-  struct pollfd p = {fd, POLLRDHUP, 0};
-  return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 }  // namespace
@@ -155,46 +124,22 @@ void Server::serve_connection(int fd, const Peer& peer) {
     send(fd, error_response("malformed request"), peer.pid);
     return;
   }
-  if ((req.kind_case() == v1::Request::kReleaseStep || req.kind_case() == v1::Request::kReleaseJob) && peer.uid == 0) {
-    release_answered_first(fd, req, peer);
-    return;
-  }
-  // The request runs beside this thread, which tells the client every few
-  // seconds that crispd is alive (a cold pull may take minutes), with the pull's
-  // progress, and sees the client leave (a cancelled step's slurmstepd).
-  auto channel = std::make_shared<RequestChannel>();
-  std::future<v1::Response> answer;
-  try {
-    answer = std::async(std::launch::async, [&, channel] { return handle_safely(req, peer, channel->waiter()); });
-  } catch (const std::system_error& e) {
-    metrics().refused(Refusal::kOverloaded);
-    log_error("cannot start a thread for a request: " + std::string(e.what()));
-    send(fd, error_response("crispd is out of threads, try again"), peer.pid);
-    return;
-  }
-  auto last_sent = std::chrono::steady_clock::now();
-  while (answer.wait_for(std::chrono::seconds(1)) != std::future_status::ready) {
-    if (channel->gone) continue;
-    if (peer_hung_up(fd)) {
-      channel->gone = true;
-      continue;
-    }
-    std::string line = channel->take_line();
-    if (line.empty() && std::chrono::steady_clock::now() - last_sent < kKeepaliveInterval) continue;
-    v1::Response keepalive;
-    keepalive.set_keepalive(true);
-    keepalive.set_progress(line);
-    last_sent = std::chrono::steady_clock::now();
-    if (!send(fd, keepalive, peer.pid)) channel->gone = true;  // the request still completes
-  }
-  if (!channel->gone) send(fd, answer.get(), peer.pid);
-  else (void)answer.get();
+  // The request runs on this thread; keepalives_ tells the client meanwhile that crispd is
+  // alive (a cold pull may take minutes), with the pull's progress, and sees it leave.
+  auto request = keepalives_.watch(fd, peer.pid);
+  auto answered_first = [&] {
+    v1::Response accepted;
+    accepted.mutable_release();
+    request->answer(accepted);
+  };
+  request->answer(handle_safely(req, peer, request->waiter(), answered_first));
 }
 
-v1::Response Server::handle_safely(const v1::Request& req, const Peer& peer, const PullWaiter& waiter) {
+v1::Response Server::handle_safely(const v1::Request& req, const Peer& peer, const PullWaiter& waiter,
+                                   const std::function<void()>& answered_first) {
   std::string who = "uid " + std::to_string(peer.uid) + " (pid " + std::to_string(peer.pid) + ")";
   try {
-    v1::Response r = handle(req, peer, waiter);
+    v1::Response r = handle(req, peer, waiter, answered_first);
     if (!r.error().empty() && (peer.uid == 0 || noise_.may_log())) log_info("request of " + who + " failed: " + r.error());
     return r;
   } catch (const std::exception& e) {
@@ -236,29 +181,8 @@ v1::StatsResponse Server::stats() const {
   return s;
 }
 
-// A release is answered before containerd's stop and removal, 70 ms a container: a step's end
-// (and so srun) need not wait for them, nor the job's epilog (and so the node's next job), whose
-// answer waits only until no process of the job is left. The removal still runs under the job's
-// lock; what it cannot remove, the sweep does.
-void Server::release_answered_first(int fd, const v1::Request& req, const Peer& peer) {
-  bool job = req.kind_case() == v1::Request::kReleaseJob;
-  uint32_t job_id = job ? req.release_job().job_id() : req.release_step().job_id();
-  std::string what = job ? "job " + std::to_string(job_id) : slurm::step_text(job_id, req.release_step().step_id());
-  if (job)
-    if (auto ended = u_.ends.end_job_processes(job_id); !ended) {
-      // As before: the whole release, then its answer.
-      log_warn("ending the processes of " + what + ": " + ended.error());
-      (void)send(fd, handle_safely(req, peer), peer.pid);
-      return;
-    }
-  v1::Response accepted;
-  accepted.mutable_release();
-  (void)send(fd, accepted, peer.pid);
-  if (auto r = handle_safely(req, peer); !r.error().empty())
-    log_warn("releasing " + what + ": " + r.error() + " (the sweep will remove it)");
-}
-
-v1::Response Server::handle(const v1::Request& req, const Peer& peer, const PullWaiter& waiter) {
+v1::Response Server::handle(const v1::Request& req, const Peer& peer, const PullWaiter& waiter,
+                            const std::function<void()>& answered_first) {
   auto root_only = [&](const char* what) -> std::optional<v1::Response> {
     if (peer.uid == 0) return std::nullopt;
     metrics().refused(Refusal::kNotRoot);
@@ -272,7 +196,7 @@ v1::Response Server::handle(const v1::Request& req, const Peer& peer, const Pull
       return answer(u_.creator.create(req.create_step(), waiter), &v1::Response::mutable_create_step);
     case v1::Request::kReleaseStep:
       if (auto r = root_only("releasing a step")) return *r;
-      return answer(u_.ends.release_step(req.release_step().job_id(), req.release_step().step_id()),
+      return answer(u_.ends.release_step(req.release_step().job_id(), req.release_step().step_id(), answered_first),
                     &v1::Response::mutable_release);
     case v1::Request::kSaveStep:
       if (auto r = root_only("saving a container")) return *r;
@@ -294,7 +218,7 @@ v1::Response Server::handle(const v1::Request& req, const Peer& peer, const Pull
     }
     case v1::Request::kReleaseJob:
       if (auto r = root_only("releasing a job")) return *r;
-      return answer(u_.ends.release_job(req.release_job().job_id()), &v1::Response::mutable_release);
+      return answer(u_.ends.release_job(req.release_job().job_id(), answered_first), &v1::Response::mutable_release);
     case v1::Request::kList:
       // A user sees only their own jobs' containers.
       return answer(u_.containers.list(req.list().job_id(), peer.uid == 0 ? -1 : static_cast<int64_t>(peer.uid)),

@@ -4,12 +4,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
 
 #include "agent/connection_slots.h"
 #include "agent/images/pull_waiter.h"
+#include "agent/keepalives.h"
 #include "agent/log_throttle.h"
 #include "agent/steps/containers.h"
 #include "agent/steps/image_importer.h"
@@ -56,10 +58,13 @@ class Server {
 
   // Authorization and dispatch; public for the tests of its rules. waiter: what
   // a request waiting on a pull tells its client and asks of it.
-  v1::Response handle(const v1::Request& req, const Peer& peer, const PullWaiter& waiter = {});
+  // answered_first: sends a release's answer before its removal is done (StepEnds).
+  v1::Response handle(const v1::Request& req, const Peer& peer, const PullWaiter& waiter = {},
+                      const std::function<void()>& answered_first = {});
   // handle(), and any exception it lets out answered as one line and logged:
   // no input may end a connection's thread, let alone crispd.
-  v1::Response handle_safely(const v1::Request& req, const Peer& peer, const PullWaiter& waiter = {});
+  v1::Response handle_safely(const v1::Request& req, const Peer& peer, const PullWaiter& waiter = {},
+                             const std::function<void()>& answered_first = {});
 
   // A user's request is small (list, stats, remove-named); root's carry a job's environment.
   static constexpr size_t kMaxUserFrame = 64 << 10;
@@ -68,10 +73,9 @@ class Server {
   // Takes a connection slot for peer, or says why there is none.
   Status admit(const Peer& peer);
   void serve_connection(int fd, const Peer& peer);
-  void release_answered_first(int fd, const v1::Request& req, const Peer& peer);
   v1::StatsResponse stats() const;
   Metrics& metrics() const { return u_.metrics; }
-  static constexpr std::chrono::seconds kIoTimeout{10};
+  static constexpr std::chrono::seconds kIoTimeout = kConnectionIoTimeout;
   bool send(int fd, const v1::Response& resp, pid_t pid, std::chrono::seconds timeout = kIoTimeout);
 
   const ServedUnits u_;
@@ -80,6 +84,9 @@ class Server {
   ConnectionSlots slots_;
   // What a user can make happen at will is logged at most 20 lines in 10 s; the rest counted.
   LogThrottle noise_{20, std::chrono::seconds(10)};
+  Keepalives keepalives_{[this](int fd, pid_t pid, const v1::Response& r, std::chrono::seconds timeout) {
+    return send(fd, r, pid, timeout);
+  }};
 };
 
 }  // namespace crisp

@@ -19,8 +19,10 @@ Result<v1::ReleaseResponse> released(const Containers::Removed& removed) {
 
 }  // namespace
 
-Result<v1::ReleaseResponse> StepEnds::release_step(uint32_t job_id, uint32_t step_id) {
+Result<v1::ReleaseResponse> StepEnds::release_step(uint32_t job_id, uint32_t step_id,
+                                                   const std::function<void()>& answered_first) {
   auto t0 = std::chrono::steady_clock::now();
+  if (answered_first) answered_first();
   auto lock = locks_.share_job(job_id);
   Labels sel = job_selector(job_id);
   sel[labels::kStep] = std::to_string(step_id);
@@ -38,7 +40,13 @@ Result<v1::ReleaseResponse> StepEnds::release_step(uint32_t job_id, uint32_t ste
   return out;
 }
 
-Result<v1::ReleaseResponse> StepEnds::release_job(uint32_t job_id) {
+Result<v1::ReleaseResponse> StepEnds::release_job(uint32_t job_id, const std::function<void()>& answered_first) {
+  if (answered_first) {
+    // Not under the job's lock: a step's removal, which holds it, is what this need not wait for.
+    if (auto ended = end_job_processes(job_id); ended) answered_first();
+    else log_warn("ending the processes of job " + std::to_string(job_id) + ": " + ended.error() +
+                  " (answered after the removal)");
+  }
   auto lock = locks_.lock_job(job_id);
   auto containers = containers_.find(job_selector(job_id));
   if (!containers) return containers.take_error();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "agent/steps/containers.h"
@@ -20,8 +21,13 @@ class StepEnds {
   StepEnds(JobLocks& locks, Containers& containers, StepSessions& sessions, Metrics& metrics)
       : locks_(locks), containers_(containers), sessions_(sessions), metrics_(metrics) {}
 
-  Result<v1::ReleaseResponse> release_step(uint32_t job_id, uint32_t step_id);
-  Result<v1::ReleaseResponse> release_job(uint32_t job_id);
+  // A release may be answered before containerd's stop and removal, 70 ms a container:
+  // a step's end (and so srun) need not wait for them, nor a job's epilog (and so the
+  // node's next job), which waits only until no process of the job is left. answered_first,
+  // if given, is called once the caller may be told; what the removal cannot do, the sweep does.
+  Result<v1::ReleaseResponse> release_step(uint32_t job_id, uint32_t step_id,
+                                           const std::function<void()>& answered_first = {});
+  Result<v1::ReleaseResponse> release_job(uint32_t job_id, const std::function<void()>& answered_first = {});
   // No process of the job is left on the node; containerd's own stop and removal, 70 ms a
   // container, is release_job's, after.
   Status end_job_processes(uint32_t job_id) { return containers_.end_job_processes(job_id); }
