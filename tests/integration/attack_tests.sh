@@ -149,6 +149,9 @@ log_dir_bytes() { du -sb /run/crisp/logs 2>/dev/null | cut -f1; }
 crisp_run_bytes() { du -sbx /run/crisp 2>/dev/null | cut -f1; }
 test_entrypoint_output_is_bounded() {
   local name=crisp-it-noisy-$RANDOM run_before; run_before=$(crisp_run_bytes)
+  # Gone first: the background srun truncates it only once it runs, and the wait below must
+  # not find an earlier run's "started" (it then measured the flood as the quiet after it).
+  rm -f /tmp/crisp-it.noisy /tmp/crisp-it.noisy.err
   as_user "${SRUN[@]}" -J "$name" --container-image="$REGISTRY/crisp-test/noisy-entrypoint:latest" \
     --container-entrypoint --container-entrypoint-log sh -c 'echo started; sleep 4; echo ran' \
     >/tmp/crisp-it.noisy 2>/tmp/crisp-it.noisy.err &
