@@ -102,6 +102,7 @@ crispd_connections() { ss -xpH src "$CRISPD_SOCK" | grep -c "pid=$(crispd_pid),"
 crispd_connections_at_most() { (($(crispd_connections) <= $1)); }
 test_connection_flood_does_not_starve_steps() {
   local pid refusals open0; pid=$(crispd_pid) refusals=$(refusals_logged) open0=$(crispd_connections)
+  rm -f /tmp/crisp-it.flood  # the wait below must not find an earlier run's "held"
   as_user python3 - "$CRISPD_SOCK" crisp-it-flood >/tmp/crisp-it.flood 2>&1 <<'EOF' &
 import socket, struct, sys, time
 big = socket.socket(socket.AF_UNIX)

@@ -46,6 +46,7 @@ test_prolog_pulls_the_jobs_image() {
 test_scancel_during_a_slow_pull_ends_the_job() {
   local tag=cancel-$RANDOM$RANDOM
   trickle "$tag" 64 1000000
+  rm -f /tmp/crisp-it.cancel  # the wait below must not find an earlier run's line
   as_user "${SRUN[@]}" -J "crisp-it-$tag" --container-image="127.0.0.1:5001/crisp-test/busybox:$tag" true \
     >/tmp/crisp-it.cancel 2>&1 &
   local srun=$!
@@ -83,6 +84,7 @@ test_progress_lines_for_a_slow_pull_only() {
 test_stalled_registry_fails_within_the_stall_limit() {
   local tag=stall-$RANDOM$RANDOM stalled0; stalled0=$(stat_of pulls_stalled)
   trickle "$tag" 64 1000000
+  rm -f /tmp/crisp-it.stall  # the wait below must not find an earlier run's line
   as_user "${SRUN[@]}" -J "crisp-it-$tag" --container-image="127.0.0.1:5001/crisp-test/busybox:$tag" true \
     >/tmp/crisp-it.stall 2>&1 &
   local srun=$!
