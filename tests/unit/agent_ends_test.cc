@@ -1,0 +1,91 @@
+// The ends of steps and jobs against the fake CRI: StepEnds (a job's end removes its containers
+// only), Containers::end_job_processes (holders ended before containerd removes them) and
+// JobLocks (a job's lock outlives its end while a thread waits on it).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "tests/unit/fake_cri.h"
+
+namespace crisp_test {
+namespace {
+
+TEST_F(AgentTest, ReleaseJobRemovesEverythingOfTheJobOnly) {
+  ASSERT_TRUE(steps_->create(step(9, 0)).ok());
+  ASSERT_TRUE(steps_->create(step(9, 1)).ok());
+  ASSERT_TRUE(steps_->create(step(10, 0)).ok());
+  auto r = steps_->release_job(9);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->removed_containers(), 2u);
+  EXPECT_EQ(fake_.containers.size(), 1u);
+  EXPECT_EQ(fake_.sandboxes.size(), 1u);
+}
+
+// The epilog's answer waits for no process of the job to be left, not for containerd's
+// stop and removal; holders a restarted crispd did not start are stopped through the CRI.
+TEST_F(AgentTest, AJobsEndEndsItsHoldersBeforeContainerdRemovesThem) {
+  ASSERT_TRUE(steps_->create(step(20, 0)).ok());
+  ASSERT_TRUE(steps_->create(step(20, 1)).ok());
+  ASSERT_TRUE(steps_->create(step(21, 0)).ok());
+  holders_ended = 0;
+  ASSERT_TRUE(steps_->end_job_processes(20).ok());
+  EXPECT_EQ(holders_ended, 2);
+  {
+    std::lock_guard l(fake_.mu);
+    EXPECT_EQ(fake_.containers.size(), 3u);
+    for (auto& [id, c] : fake_.containers) EXPECT_EQ(c.state(), cri::CONTAINER_RUNNING) << id;
+  }
+  ASSERT_TRUE(steps_->release_job(20).ok());
+  EXPECT_EQ(fake_.containers.size(), 1u);
+
+  Node restarted(*client_, *images_, settings());
+  holders_ended = 0;
+  ASSERT_TRUE(restarted.end_job_processes(21).ok());
+  EXPECT_EQ(holders_ended, 0);
+  std::lock_guard l(fake_.mu);
+  ASSERT_EQ(fake_.containers.size(), 1u);
+  EXPECT_EQ(fake_.containers.begin()->second.state(), cri::CONTAINER_EXITED);
+}
+
+// A job's mutex leaves the map at the job's end, but not while another thread
+// waits on it: that thread and a newcomer would each hold "the" job's lock.
+TEST_F(AgentTest, AJobsLockOutlivesItsEndWhileAThreadWaitsOnIt) {
+  // release_job(5) holds job 5's lock, parked in its listing of the job's containers.
+  std::atomic<bool> listing{false}, release_may_go{false};
+  fake_.on_list = [&] {
+    listing = true;
+    while (!release_may_go) std::this_thread::sleep_for(1ms);
+  };
+  std::thread release([&] { (void)steps_->release_job(5); });
+  bool release_held = within_10s([&] { return listing.load(); });
+  const pid_t newcomer = gettid();  // this thread, once the waiter holds the lock
+  std::atomic<pid_t> waiter_tid{0};
+  std::atomic<bool> waiter_held{false}, waiter_in{false}, newcomer_trying{false}, newcomer_in{false};
+  std::thread waiter([&] {
+    waiter_tid = gettid();
+    auto l = steps_->units.locks.lock_job(5);
+    waiter_held = waiter_in = true;
+    // Kept until the newcomer waits on the same lock (or, wrongly, holds one of its own).
+    within_10s([&] { return newcomer_in || (newcomer_trying && waits_on_a_lock(newcomer)); });
+    waiter_in = false;
+  });
+  bool waiter_waited = within_10s([&] { return waiter_tid != 0 && waits_on_a_lock(waiter_tid); });
+  release_may_go = true;
+  release.join();  // its end forgets job 5's lock, unless a thread waits on it
+  within_10s([&] { return waiter_held.load(); });
+  bool overlap = false;
+  newcomer_trying = true;  // from here it does nothing but take the lock (a join also waits in futex)
+  {
+    auto l = steps_->units.locks.lock_job(5);
+    newcomer_in = true;
+    overlap = waiter_in;
+  }
+  waiter.join();
+  fake_.on_list = nullptr;
+  EXPECT_TRUE(release_held) << "release_job(5) never listed the job's containers";
+  EXPECT_TRUE(waiter_waited) << "the waiter was not seen waiting on job 5's lock while release_job held it";
+  EXPECT_TRUE(waiter_held) << "the waiter never held job 5's lock";
+  EXPECT_FALSE(overlap) << "a newcomer took job 5's lock while the waiter held it";
+}
+
+}  // namespace
+}  // namespace crisp_test

@@ -1,0 +1,159 @@
+// A step's creation and its undo against the fake CRI: StepCreator's phases, ContainerStarter
+// (start slots, the root given to the user), StepDevices (GPUs confirmed with slurmctld),
+// StepHost (host mounts undone), and the stale container of a step that a create removes.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "agent/cri/labels.h"
+#include "tests/unit/fake_cri.h"
+
+namespace crisp_test {
+namespace {
+
+TEST_F(AgentTest, TheRootFilesystemGoesToTheStepsUserOrTheCreateIsUndone) {
+  auto s = settings();
+  std::vector<crisp::RootfsRequest> asked;
+  s.seams.give_rootfs = [&](const crisp::RootfsRequest& r) -> crisp::Status {
+    asked.push_back(r);
+    if (r.user.uid == 1002) return crisp::fail("cannot give the container's files to its user: mounting the overlay: EINVAL");
+    if (r.user.uid == 1003) return crisp::fail(crisp::ErrorKind::kUnsupported, "the container's root is btrfs");
+    return crisp::Ok{};
+  };
+  Node steps(*client_, *images_, s);
+  auto r = step(40, 0, 1001);
+  r.set_readonly_rootfs(true);
+  ASSERT_TRUE(steps.create(r).ok());
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].user.uid, 1001u);
+  EXPECT_EQ(asked[0].user.gid, 1001u);
+  EXPECT_TRUE(asked[0].readonly);
+  EXPECT_GT(asked[0].pid, 0) << "the holder's";
+  auto failed = steps.create(step(41, 0, 1002));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error(), "cannot give the container's files to its user: mounting the overlay: EINVAL");
+  EXPECT_TRUE(steps.create(step(42, 0, 1003)).ok()) << "a node that cannot idmap runs steps in root's files, as before";
+  std::lock_guard l(fake_.mu);
+  for (const auto& [id, c] : fake_.containers)
+    EXPECT_NE(c.labels().at(crisp::labels::kJob), "41") << "the failed step's container is removed";
+}
+
+TEST_F(AgentTest, ConcurrentStartsWaitForATaskSlotAndAllSucceed) {
+  fake_.start_delay = 50ms;
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (uint32_t i = 0; i < 12; ++i)
+    threads.emplace_back([&, i] {
+      if (steps_->create(step(7, i)).ok()) ok++;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok, 12);
+  EXPECT_LE(fake_.most_starting, 4) << "the client was made with 4 task slots";
+  EXPECT_GE(fake_.most_starting, 2) << "a job's steps still start side by side";
+}
+
+TEST_F(AgentTest, FailedStartLeavesNothingBehind) {
+  fake_.fail_start = true;
+  auto a = steps_->create(step(8, 0));
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.error().find("cannot start the step's container"), std::string::npos) << a.error();
+  EXPECT_NE(a.error().find("exec format error"), std::string::npos) << a.error();
+  EXPECT_TRUE(fake_.containers.empty());
+  ASSERT_TRUE(steps_->release_job(8).ok());  // the job's end, as the epilog sends it
+  EXPECT_EQ(steps_->sweep(0s), 1u);  // the user's sandbox, idle
+  EXPECT_TRUE(fake_.sandboxes.empty());
+}
+
+// What a create makes on the host before its container exists goes with a
+// failure at any later phase: here a tmpfs and a staged clone of a user's
+// source, with CreateContainer or StartContainer failing.
+TEST_F(AgentTest, AFailedCreateLeavesNoHostMountBehind) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  for (bool at_create : {true, false}) {
+    fake_.fail_create = at_create;
+    fake_.fail_start = !at_create;
+    auto req = step(11, at_create ? 0 : 1);
+    auto* m = req.add_mounts();
+    m->set_tmpfs(true);
+    m->set_target("/scratch");
+    auto* bind = req.add_mounts();
+    bind->set_source("/tmp");
+    bind->set_target("/data");
+    auto r = steps_->create(req);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().find(at_create ? "cannot create the step's container" : "cannot start the step's container"),
+              std::string::npos)
+        << r.error();
+    EXPECT_TRUE(fake_.containers.empty());
+    EXPECT_EQ(access((dir_ + "/tmpfs/11." + std::to_string(at_create ? 0 : 1)).c_str(), F_OK), -1)
+        << "the step's tmpfs directory is gone";
+    std::ifstream mounts("/proc/self/mounts");
+    std::string all((std::istreambuf_iterator<char>(mounts)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(all.find(dir_ + "/tmpfs"), std::string::npos) << "and so is its mount";
+  }
+}
+
+// SLURM_STEP_GPUS is in the job's environment: on Slurm 22.05 a step without
+// GPUs keeps a value the user set. Only what slurmctld says the step has counts.
+TEST_F(AgentTest, GpusNamedInTheEnvironmentNeedSlurmctldsWord) {
+  auto with_gpus = [&](uint32_t stepid) {
+    auto r = step(30, stepid);
+    r.set_gpus("0-7");
+    return r;
+  };
+  auto refused = steps_->create(with_gpus(0));
+  ASSERT_FALSE(refused.ok()) << "no controller to ask: refused, not trusted";
+  EXPECT_EQ(refused.error(), "crispd cannot confirm the step's GPUs: it has no Slurm controller to ask");
+  auto s = settings();
+  s.config.host.dirs = crisp::HostDirs(dir_ + "/tmpfs");
+  std::vector<std::string> asked;
+  s.seams.step_gpus = [&](uint32_t job, uint32_t stepid, const std::string& node) -> crisp::Result<crisp::StepGpus> {
+    asked.push_back(std::to_string(job) + "." + std::to_string(stepid) + "@" + node);
+    if (stepid == 2) return crisp::fail("Unable to contact slurm controller");
+    return crisp::StepGpus{};  // the step holds no GPU
+  };
+  Node steps(*client_, *images_, s);
+  auto none = steps.create(with_gpus(1));
+  ASSERT_TRUE(none.ok()) << none.error();
+  EXPECT_EQ(none->device_env_size(), 0) << "no GPU, no CUDA_VISIBLE_DEVICES";
+  auto down = steps.create(with_gpus(2));
+  ASSERT_FALSE(down.ok());
+  EXPECT_EQ(down.error(), "cannot confirm the step's GPUs with slurmctld (Unable to contact slurm controller): try again");
+  EXPECT_EQ(asked, (std::vector<std::string>{"30.1@n1", "30.2@n1"}));
+}
+
+// An unnamed step's create lists no containers: it looks for a leftover of its step (a
+// crispd restarted mid-step) only when its container's name is taken in the user's sandbox,
+// and then removes the leftover and makes the step's container.
+TEST_F(AgentTest, AStepsLeftoverIsLookedForOnlyWhenItsNameIsTaken) {
+  auto first = steps_->create(step(90, 0));
+  ASSERT_TRUE(first.ok()) << first.error();
+  EXPECT_EQ(fake_.container_lists, 0) << "a create whose name is free looks for no leftover";
+  const std::string sandbox = sandbox_of(*first);
+  cri::Container leftover;
+  leftover.set_id("leftover");
+  leftover.set_pod_sandbox_id(sandbox);
+  leftover.mutable_metadata()->set_name("job-90-step-1");
+  leftover.set_state(cri::CONTAINER_RUNNING);
+  namespace labels = crisp::labels;
+  for (const auto& [k, v] : crisp::Labels{{labels::kManaged, "true"}, {labels::kJob, "90"}, {labels::kStep, "1"},
+                                          {labels::kUid, "1000"}, {labels::kContainerName, "job-90-step-1"}})
+    (*leftover.mutable_labels())[k] = v;
+  {
+    std::lock_guard l(fake_.mu);
+    fake_.containers[leftover.id()] = leftover;
+  }
+  auto second = steps_->create(step(90, 1));
+  ASSERT_TRUE(second.ok()) << second.error();
+  EXPECT_EQ(fake_.container_lists, 1) << "its name taken, the create looked for its step's leftover once";
+  EXPECT_EQ(sandbox_of(*second), sandbox);
+  std::lock_guard l(fake_.mu);
+  EXPECT_EQ(fake_.containers.count("leftover"), 0u) << "the leftover is removed";
+  EXPECT_EQ(fake_.containers.at(second->container_id()).metadata().name(), "job-90-step-1");
+  EXPECT_EQ(fake_.containers.count(first->container_id()), 1u) << "the job's other step keeps its container";
+}
+
+}  // namespace
+}  // namespace crisp_test
