@@ -3,8 +3,8 @@
 # the integration tests on the real local cluster, which it brings up itself
 # (dev/up.sh --no-demo), and the package test; it leaves the cluster as
 # dev/up.sh does; then the same build, unit tests and a core of the integration tests on
-# Slurm 26.05 + containerd 2.1 (sid; CRISP_MATRIX adds Slurm 24.11 + containerd 1.7, trixie),
-# in a root filesystem of its own (dev/matrix.sh). Ends with "N passed, N failed" over all, and
+# Slurm 24.11 + containerd 1.7 (trixie) and Slurm 26.05 + containerd 2.1 (sid), in root
+# filesystems of their own (dev/matrix.sh). Ends with "N passed, N failed" over all, and
 # fails if any failed.
 source "$(dirname "$0")/lib.sh"
 need_root
@@ -14,12 +14,11 @@ say() { printf '\033[1m==> %s\033[0m (at %dm%02ds)\n' "$*" $((SECONDS / 60)) $((
 
 install_packages || die "package installation failed"
 
-# Newer Slurm and containerd (dev/matrix.sh): the root made (or reused) and crisp built there in
-# the background, at the lowest CPU priority, from the start (debootstrap and apt wait on the
-# archive while bookworm's build runs); tested after bookworm's stages. By default sid alone
-# (Slurm 26.05, containerd 2.1, runc 1.3): both roots made from nothing do not fit CI's hour on
-# two cores. CRISP_MATRIX="trixie sid" runs both, CRISP_MATRIX= none.
-MATRIX=${CRISP_MATRIX-sid}
+# Newer Slurm and containerd (dev/matrix.sh): their roots made (or reused) and crisp built there
+# in the background, at the lowest CPU and I/O priority, from the start (debootstrap and apt wait
+# on the archive while bookworm's build runs); tested after bookworm's stages. CRISP_MATRIX=
+# (empty) leaves them out, CRISP_MATRIX=sid runs one.
+MATRIX=${CRISP_MATRIX-trixie sid}
 MATRIX_CORE=(os_release_is_the_images nothing_left_after_a_job container_name_kept_across_steps
   attach_to_a_running_step mpi_pmix_openmpi mpi_pmi2_mpich two_nodes_one_container_each
   squashfs_image_runs_with_its_env_and_workdir container_save_cycle sbatch_runs_the_script_inside
@@ -28,7 +27,7 @@ mkdir -p "$LOGS"
 matrix_build_log=$LOGS/matrix-build.log
 if [[ -n $MATRIX ]]; then
   (for suite in $MATRIX; do
-    nice -n 19 "$CRISP_SRC/dev/matrix.sh" "$suite" build && echo "built $suite" || echo "FAILED to build $suite"
+    nice -n 19 ionice -c 3 "$CRISP_SRC/dev/matrix.sh" "$suite" build && echo "built $suite" || echo "FAILED to build $suite"
   done) >"$matrix_build_log" 2>&1 &
   matrix_builder=$!
 fi
