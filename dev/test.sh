@@ -17,8 +17,12 @@ install_packages || die "package installation failed"
 # Newer Slurm and containerd (dev/matrix.sh): their roots made (or reused) and crisp built there
 # in the background, at the lowest CPU and I/O priority, from the start (debootstrap and apt wait
 # on the archive while bookworm's build runs); tested after bookworm's stages. CRISP_MATRIX=
-# (empty) leaves them out, CRISP_MATRIX=sid runs one.
+# (empty) leaves them out, CRISP_MATRIX=sid runs one. CRISP_MATRIX_TESTS=all runs every
+# integration test and the package test in each root as well (the table of supported versions;
+# about 35 minutes more per release).
 MATRIX=${CRISP_MATRIX-trixie sid}
+MATRIX_TESTS=${CRISP_MATRIX_TESTS:-core}
+[[ $MATRIX_TESTS == core || $MATRIX_TESTS == all ]] || die "CRISP_MATRIX_TESTS is core (the default) or all"
 MATRIX_CORE=(os_release_is_the_images nothing_left_after_a_job container_name_kept_across_steps
   attach_to_a_running_step mpi_pmix_openmpi mpi_pmi2_mpich two_nodes_one_container_each
   squashfs_image_runs_with_its_env_and_workdir container_save_cycle sbatch_runs_the_script_inside
@@ -131,6 +135,14 @@ else
 fi
 
 mx_pass=0 mx_fail=0
+# The package built, installed and run in a release's root, against its Slurm.
+matrix_package_test() {
+  if "$CRISP_SRC/dev/matrix.sh" "$1" run "$CRISP_SRC/tests/package/run.sh" >>"$2" 2>&1; then
+    mx_pass=$((mx_pass + 1)); echo "ok     $1: package"
+  else
+    mx_fail=$((mx_fail + 1)); echo "FAILED $1: package (see $2)"
+  fi
+}
 if [[ -n $MATRIX ]]; then
   say "newer releases ($MATRIX): waiting for their builds"
   wait "$matrix_builder"
@@ -138,7 +150,12 @@ if [[ -n $MATRIX ]]; then
     say "$suite: the cluster in its root, unit tests, plugin, core integration tests"
     log=$results/matrix-$suite.log
     if grep -qx "built $suite" "$matrix_build_log" && "$CRISP_SRC/dev/matrix.sh" "$suite" up --no-demo >"$log" 2>&1; then
-      "$CRISP_SRC/dev/matrix.sh" "$suite" test "${MATRIX_CORE[@]}" 2>&1 | tee -a "$log"
+      if [[ $MATRIX_TESTS == all ]]; then
+        "$CRISP_SRC/dev/matrix.sh" "$suite" test 2>&1 | tee -a "$log"
+        matrix_package_test "$suite" "$log"
+      else
+        "$CRISP_SRC/dev/matrix.sh" "$suite" test "${MATRIX_CORE[@]}" 2>&1 | tee -a "$log"
+      fi
       if counts=$(pass_fail_counts "$log" "$suite"); then
         read -r p f <<<"$counts"
         mx_pass=$((mx_pass + p)) mx_fail=$((mx_fail + f))
