@@ -62,6 +62,8 @@ struct Flags {
   size_t spares = 8, spares_per_user = 2;
   int spare_grace = 600;
   std::string claims_dir = "/run/crisp/claims";
+  std::string site_config = "/etc/crisp";
+  std::string enroot_config;
   int pull_stall_timeout = 60;
   int parallel_tasks = 0;
   std::string metrics_address = "127.0.0.1:9474";
@@ -93,6 +95,12 @@ void add_runtime_flags(CLI::App& app, Flags& f) {
   app.add_option("--spares-per-user", f.spares_per_user, "of those, at most this many for one user")->capture_default_str();
   app.add_option("--spare-grace", f.spare_grace, "seconds a spare is kept after its user and image were last used")
       ->capture_default_str();
+  app.add_option("--site-config", f.site_config,
+                 "the site's mounts.d, environ.d and partitions/ for every container (empty: none)")
+      ->capture_default_str();
+  app.add_option("--enroot-config", f.enroot_config,
+                 "an enroot configuration directory whose mounts.d and environ.d every container gets, as enroot "
+                 "would give them (/etc/enroot; empty: none)");
   app.add_option("--claims-dir", f.claims_dir, "where crispd records which step claimed a spare")->capture_default_str();
   app.add_option("--sandbox-grace", f.sandbox_grace, "seconds a user's empty sandbox is kept for their next job")
       ->capture_default_str();
@@ -202,6 +210,9 @@ crisp::NodeConfig node_config(const Flags& f, crisp::SquashfsBounds squashfs) {
   c.hca_policy = f.hca_policy == "nearest" ? crisp::HcaPolicy::kNearestGpu : crisp::HcaPolicy::kAll;
   c.spares = {f.spares, f.spares_per_user, std::chrono::seconds(f.spare_grace)};
   c.claims_dir = f.claims_dir;
+  // enroot's first: where both set a variable, crisp's own files win.
+  if (!f.enroot_config.empty()) c.site_dirs.push_back({f.enroot_config, true});
+  if (!f.site_config.empty()) c.site_dirs.push_back({f.site_config, false});
   c.imports_per_node = f.max_imports;
   c.squashfs = squashfs;
   return c;
@@ -261,6 +272,7 @@ int serve(const Flags& f) {
   crisp::NodeSeams seams;
   seams.step_gpus = crisp::slurm_step_gpus;
   seams.step_liveness = crisp::slurm_step_liveness;
+  seams.job_partition = crisp::slurm_job_partition;
   crisp::NodeUnits units(cri, images, *metrics, std::move(config), std::move(seams));
   crisp::Sweeper sweeper(units.sweep_parts(), std::chrono::seconds(f.sweep_interval),
                          std::chrono::seconds(f.sandbox_grace), crisp::slurm_job_liveness);

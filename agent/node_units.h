@@ -51,6 +51,7 @@ struct NodeConfig {
   size_t imports_per_user = 1, imports_per_node = 2;
   SpareLimits spares;               // per_node 0: none
   std::string claims_dir;           // where the claims of spares are kept; empty: in memory alone
+  std::vector<SiteDir> site_dirs;   // the site's container configuration (agent/site/)
 };
 
 // What the fake CRI's tests replace: each is given to the unit that uses it.
@@ -61,6 +62,7 @@ struct NodeSeams {
   MountAttacher attach = attach_in_container;
   StepGpusQuery step_gpus;            // unset: a step that names GPUs is refused
   StepLivenessQuery step_liveness;    // unset: not asked while a pull runs
+  JobPartitionQuery job_partition;    // unset: the site's partitions/ is not read
 };
 
 class NodeUnits {
@@ -88,6 +90,7 @@ class NodeUnits {
   StepImage image;
   StepDevices devices;
   StepHost host;
+  StepSite site;
   NamedContainers named;
   SpareContainers spares;
   StepCreator creator;

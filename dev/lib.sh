@@ -133,6 +133,11 @@ stop_daemon() {
 CRISPD_ARGS=${CRISPD_ARGS:---sweep-interval 5 --pull-stall-timeout 20 --spares ${CRISP_SPARES:-8} $FAKE_GPU_CRISPD_ARGS}
 # containerd 2.x does not report its sandbox image (containerd.toml names it).
 CRISPD_ARGS+=" --sandbox-image $SANDBOX_IMAGE"
+# The site's container configuration (crisp's and enroot's forms): the dev cluster's own,
+# which the integration tests write (crispd reads them for each container).
+SITE_CONFIG_DIR=$STATE/site-config
+ENROOT_CONFIG_DIR=$STATE/enroot-config
+CRISPD_ARGS+=" --site-config $SITE_CONFIG_DIR --enroot-config $ENROOT_CONFIG_DIR"
 # Each node's crispd serves its metrics on loopback; node 2 shares the host's network
 # namespace (its pulls reach the registries), so it takes the next port.
 CRISPD_METRICS=127.0.0.1:9474

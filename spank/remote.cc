@@ -216,7 +216,9 @@ int remote_task_init_privileged(spank_t sp) {
 int remote_task_init(spank_t sp) {
   StepState& st = step_state();
   if (!st.active) return 0;
+  // The site's variables after the image's: where both set one, the site's wins (enroot's order).
   std::vector<std::string> image_env(st.container.image_env().begin(), st.container.image_env().end());
+  image_env.insert(image_env.end(), st.container.site_env().begin(), st.container.site_env().end());
   std::vector<std::string> job_env = seam::job_env(sp);
   std::vector<EnvEdit> edits = merge_env(image_env, job_env, st.opts.env_names);
   for (EnvEdit& e : pytorch_env(image_env, job_env)) edits.push_back(std::move(e));

@@ -49,6 +49,13 @@ v1::CreateStepRequest build_create_request(const StepContext& step, const Contai
   if (auto home = env_value(step.env, "HOME"); home && !home->empty() && home->front() == '/') req.set_home(*home);
   for (const std::string& name : opts.env_names)
     if (auto v = env_value(step.env, name)) req.add_entrypoint_env(name + "=" + *v);
+  // The site's files take ${NAME} from it (crispd's agent/site/); a frame from root may
+  // hold 4 MiB, so a huge environment is cut rather than fail the step.
+  size_t env_bytes = 0;
+  for (const std::string& kv : step.env) {
+    if ((env_bytes += kv.size()) > kMaxJobEnvBytes) break;
+    req.add_job_env(kv);
+  }
   req.set_entrypoint(opts.entrypoint);
   req.set_entrypoint_log(opts.entrypoint_log);
   req.set_batch_script(step.batch_script);

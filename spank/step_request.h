@@ -25,6 +25,9 @@ struct StepContext {
   std::vector<std::string> env;  // the job's environment, NAME=VALUE
 };
 
+// At most this much of the job's environment goes to crispd (for the site's ${NAME}s).
+inline constexpr size_t kMaxJobEnvBytes = 1u << 20;
+
 v1::CreateStepRequest build_create_request(const StepContext& step, const ContainerOptions& opts,
                                            const PluginConfig& config);
 

@@ -13,8 +13,9 @@ declare -A may=(
   [agent/images]="agent/images agent/cri agent/host agent/metrics common"
   [agent/spares]="agent/spares agent/cri common"
   [agent/slurm]="agent/slurm agent/devices common"
-  [agent/steps]="agent/steps agent/slurm agent/cri agent/images agent/devices agent/host agent/spares agent/metrics common"
-  [agent]="agent agent/steps agent/slurm agent/cri agent/images agent/devices agent/host agent/spares agent/metrics common"
+  [agent/site]="agent/site agent/host common"
+  [agent/steps]="agent/steps agent/slurm agent/cri agent/images agent/devices agent/host agent/spares agent/metrics agent/site common"
+  [agent]="agent agent/steps agent/slurm agent/cri agent/images agent/devices agent/host agent/spares agent/metrics agent/site common"
 )
 bad=0
 for dir in "${!may[@]}"; do

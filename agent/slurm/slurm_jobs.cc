@@ -126,6 +126,17 @@ Result<StepGpus> slurm_step_gpus(uint32_t job_id, uint32_t step_id, const std::s
   return out;
 }
 
+Result<std::string> slurm_job_partition(uint32_t job_id) {
+  init_once();
+  job_info_msg_t* info = nullptr;
+  if (load_job(job_id, &info, SHOW_ALL) != SLURM_SUCCESS) return fail(slurmctld_error());
+  std::string partition;
+  if (info->record_count > 0 && info->job_array[0].partition) partition = info->job_array[0].partition;
+  slurm_free_job_info_msg(info);
+  if (partition.empty()) return fail("slurmctld does not know job " + std::to_string(job_id) + "'s partition");
+  return partition;
+}
+
 JobLiveness slurm_job_liveness(uint32_t job_id) {
   init_once();
   job_info_msg_t* info = nullptr;

@@ -31,4 +31,7 @@ struct StepGpus {
 // An error: slurmctld cannot say.
 Result<StepGpus> slurm_step_gpus(uint32_t job_id, uint32_t step_id, const std::string& node);
 
+// The partition a job runs in, as slurmctld says (the job's environment is the user's).
+Result<std::string> slurm_job_partition(uint32_t job_id);
+
 }  // namespace crisp

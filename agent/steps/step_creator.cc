@@ -22,14 +22,17 @@ Result<v1::CreateStepResponse> StepCreator::create_in_phases(const v1::CreateSte
                                                              PhaseClock& clock) {
   StepPlan plan = StepPlan::of(req);
   plan.waiter = &waiter;
+  clock.begin("site");
+  SiteLines site = p_.site.lines(req);
   if (plan.named) {
     clock.begin("join");
     auto lock = p_.locks.lock_job(plan.scope.job_id);
     auto joined = p_.named.join(plan.scope, req);
     if (!joined) return joined.take_error();
-    if (*joined) return finish(req, **joined, SetupKind::kNamedJoin, clock);
+    if (*joined) return finish(req, **joined, site, SetupKind::kNamedJoin, clock);
   }
   clock.begin("paths");
+  if (auto s = p_.site.mounts(req, site, plan); !s) return s.take_error();
   if (auto s = resolve_user_paths(req, plan); !s) return s.take_error();
   clock.begin("devices");
   if (auto s = p_.devices.plan(req, plan); !s) return s.take_error();
@@ -39,7 +42,7 @@ Result<v1::CreateStepResponse> StepCreator::create_in_phases(const v1::CreateSte
   clock.begin("host");
   auto hold = hold_job(req, plan);
   if (!hold) return hold.take_error();
-  if (hold->joined) return finish(req, *hold->joined, SetupKind::kNamedJoin, clock);
+  if (hold->joined) return finish(req, *hold->joined, site, SetupKind::kNamedJoin, clock);
   HostArtifacts host;
   if (auto s = p_.host.prepare(req, plan, host); !s) return s.take_error();
   if (auto s = p_.image.choose_cri_image(plan); !s) return s.take_error();
@@ -54,7 +57,7 @@ Result<v1::CreateStepResponse> StepCreator::create_in_phases(const v1::CreateSte
   guard.keep();
   host.keep();
   p_.spares.want(req, plan);
-  return finish(req, plan.out, plan.claimed ? SetupKind::kSpareClaim : SetupKind::kNew, clock, plan.named);
+  return finish(req, plan.out, site, plan.claimed ? SetupKind::kSpareClaim : SetupKind::kNew, clock, plan.named);
 }
 
 Result<StepCreator::JobHold> StepCreator::hold_job(const v1::CreateStepRequest& req, const StepPlan& plan) {
@@ -108,8 +111,9 @@ Status StepCreator::start_session(const v1::CreateStepRequest& req, StepPlan& pl
   return Ok{};
 }
 
-v1::CreateStepResponse StepCreator::finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out, SetupKind kind,
-                                           PhaseClock& clock, bool named) {
+v1::CreateStepResponse StepCreator::finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out,
+                                           const SiteLines& site, SetupKind kind, PhaseClock& clock, bool named) {
+  p_.site.environment(req, site, out);
   clock.end();
   double seconds = clock.seconds();
   for (const auto& [phase, s] : clock.laps()) metrics_.setup_phase(kind, phase, s);

@@ -16,6 +16,7 @@
 #include "agent/steps/step_host.h"
 #include "agent/steps/step_image.h"
 #include "agent/steps/step_sessions.h"
+#include "agent/steps/step_site.h"
 #include "agent/steps/user_sandboxes.h"
 
 namespace crisp {
@@ -36,6 +37,7 @@ struct CreatorParts {
   StepDevices& devices;
   StepImage& image;
   StepHost& host;
+  StepSite& site;
 };
 
 class StepCreator {
@@ -65,9 +67,9 @@ class StepCreator {
   bool remove_stale_step(const v1::CreateStepRequest& req);
   // The container started: its session, the holder kept, the answer.
   Status start_session(const v1::CreateStepRequest& req, StepPlan& plan, PhaseClock& clock);
-  // The answer, its setup time logged and counted.
-  v1::CreateStepResponse finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out, SetupKind kind,
-                                PhaseClock& clock, bool named = false);
+  // The answer, with the site's environment, its setup time logged and counted.
+  v1::CreateStepResponse finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out, const SiteLines& site,
+                                SetupKind kind, PhaseClock& clock, bool named = false);
 
   CreatorParts p_;
   const NodeSettings node_;

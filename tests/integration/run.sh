@@ -9,7 +9,7 @@ set +e -o pipefail
 source "$CRISP_SRC/tests/integration/lib.sh"
 # The areas, in the order they run; each file's test_NAME functions run in the order written there.
 AREAS=(basics images pulls lifecycle security attack root_reads pyxis everyday namespace squashfs multinode gpu spares
-  metrics)
+  site metrics)
 for area in "${AREAS[@]}"; do
   source "$CRISP_SRC/tests/integration/${area}_tests.sh"
 done

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -153,6 +155,56 @@ TEST_F(AgentTest, AStepsLeftoverIsLookedForOnlyWhenItsNameIsTaken) {
   EXPECT_EQ(fake_.containers.count("leftover"), 0u) << "the leftover is removed";
   EXPECT_EQ(fake_.containers.at(second->container_id()).metadata().name(), "job-90-step-1");
   EXPECT_EQ(fake_.containers.count(first->container_id()), 1u) << "the job's other step keeps its container";
+}
+
+}  // namespace
+}  // namespace crisp_test
+
+namespace crisp_test {
+namespace {
+
+void admin_file(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+// The site's files (agent/site/) reach the step: its mounts in the container's config, its
+// variables (the job's ${NAME}, its partition's too) in the answer; a missing source fails it.
+TEST_F(AgentTest, TheSitesMountsAndVariablesReachTheStep) {
+  if (geteuid() != 0) GTEST_SKIP() << "the site's files must be root's";
+  std::string site = dir_ + "/site";
+  std::filesystem::create_directories(dir_ + "/data");
+  admin_file(site + "/mounts.d/10.fstab", dir_ + "/data /opt/data none bind\n");
+  admin_file(site + "/environ.d/10.env", "WHO=${USER}-x\n");
+  admin_file(site + "/partitions/gpu/environ.d/10.env", "FABRIC=ib\n");
+  auto s = settings();
+  s.config.site_dirs = {{site, false}};
+  std::vector<uint32_t> asked;
+  s.seams.job_partition = [&](uint32_t job) -> crisp::Result<std::string> {
+    asked.push_back(job);
+    return std::string("gpu");
+  };
+  Node steps(*client_, *images_, s);
+  auto req = step(50, 0);
+  req.add_job_env("USER=alice");
+  auto r = steps.create(req);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(std::vector<std::string>(r->site_env().begin(), r->site_env().end()),
+            (std::vector<std::string>{"WHO=alice-x", "FABRIC=ib"}));
+  EXPECT_EQ(asked, std::vector<uint32_t>{50});
+  {
+    std::lock_guard l(fake_.mu);
+    ASSERT_EQ(fake_.configs.size(), 1u);
+    const auto& mounts = fake_.configs.begin()->second.mounts();
+    auto data = std::find_if(mounts.begin(), mounts.end(), [](const auto& m) { return m.container_path() == "/opt/data"; });
+    ASSERT_NE(data, mounts.end());
+    EXPECT_TRUE(data->readonly());
+  }
+  admin_file(site + "/mounts.d/20.fstab", dir_ + "/absent /opt/absent none bind\n");
+  auto missing = steps.create(step(51, 0));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error(), "the site's mount " + dir_ + "/absent (" + site +
+                                 "/mounts.d/20.fstab:1) does not exist on this node: tell your admin");
 }
 
 }  // namespace

@@ -99,6 +99,7 @@ class FakeCriService final : public cri::RuntimeService::Service, public cri::Im
     *c.mutable_labels() = req->config().labels();
     c.set_state(cri::CONTAINER_CREATED);
     f.containers[c.id()] = c;
+    f.configs[c.id()] = req->config();
     resp->set_container_id(c.id());
     return grpc::Status::OK;
   }

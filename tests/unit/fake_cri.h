@@ -58,6 +58,7 @@ class FakeCri {
   std::mutex mu;
   std::map<std::string, cri::PodSandbox> sandboxes;
   std::map<std::string, cri::Container> containers;
+  std::map<std::string, cri::ContainerConfig> configs;  // each container's, as created
   std::set<std::string> images;
   std::atomic<int> pulls{0};
   std::atomic<int> sandbox_lists{0}, container_lists{0};  // ListPodSandbox, ListContainers calls

@@ -258,6 +258,17 @@ TEST(StepRequest, CarriesIdentityImageAndMounts) {
   EXPECT_FALSE(req2.global_scope());
 }
 
+TEST(StepRequest, CarriesTheJobsEnvironmentUpToItsBound) {
+  auto opts = crisp::validate_options(raw_of({{"IMAGE", "busybox"}}), kDefaults);
+  ASSERT_TRUE(opts.ok());
+  crisp::StepContext step;
+  step.env = {"USER=alice", "HOME=/home/alice"};
+  auto req = crisp::build_create_request(step, *opts, kDefaults);
+  EXPECT_EQ(std::vector<std::string>(req.job_env().begin(), req.job_env().end()), step.env);
+  step.env.assign(3, "BIG=" + std::string(crisp::kMaxJobEnvBytes / 2, 'x'));
+  EXPECT_EQ(crisp::build_create_request(step, *opts, kDefaults).job_env_size(), 1) << "cut, not failed";
+}
+
 TEST(StepRequest, CarriesHomeRemapAndTheEntrypointsVariables) {
   auto opts = crisp::validate_options(
       raw_of({{"IMAGE", "busybox"}, {"ENV", "DOCKER_TLS_VERIFY,UNSET"}, {"REMAP_ROOT", "1"}, {"MOUNT_HOME", "1"}}),

@@ -1,0 +1,47 @@
+#include "agent/host/admin_paths.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "common/strings.h"
+
+namespace crisp {
+namespace {
+
+Status check_component(const std::string& at, const struct stat& st, bool walked_through) {
+  if (S_ISLNK(st.st_mode)) return fail(ErrorKind::kRefused, at + " is a symlink: name the path it leads to");
+  if (st.st_uid > kSystemUidMax)
+    return fail(ErrorKind::kRefused, at + " belongs to uid " + std::to_string(st.st_uid) + ", not a system account");
+  if (walked_through && (st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+    return fail(ErrorKind::kRefused, at + " may be written by others than its owner (and is not sticky)");
+  return Ok{};
+}
+
+}  // namespace
+
+Result<UserPath> open_admin_path(const std::string& path) {
+  if (path.empty() || path.front() != '/') return fail("not an absolute path: " + path);
+  Fd at(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!at) return fail("/: " + errno_text(errno));
+  std::vector<std::string> parts;
+  for (const std::string& p : split(path, '/'))
+    if (!p.empty() && p != ".") parts.push_back(p);
+  std::string walked;
+  struct stat st {};
+  if (fstat(at.get(), &st) != 0) return fail("/: " + errno_text(errno));
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i] == "..") return fail(ErrorKind::kRefused, "\"..\" in " + path);
+    walked += "/" + parts[i];
+    Fd next(openat(at.get(), parts[i].c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!next && errno == ENOENT) return fail(ErrorKind::kNotFound, walked + " does not exist");
+    if (!next) return fail(walked + ": " + errno_text(errno));
+    if (fstat(next.get(), &st) != 0) return fail(walked + ": " + errno_text(errno));
+    bool last = i + 1 == parts.size();
+    if (auto s = check_component(walked, st, !last); !s) return s.take_error();
+    if (!last && !S_ISDIR(st.st_mode)) return fail(ErrorKind::kNotFound, walked + " is not a directory");
+    at = std::move(next);
+  }
+  return UserPath{std::move(at), path, S_ISDIR(st.st_mode)};
+}
+
+}  // namespace crisp

@@ -1,0 +1,142 @@
+#include "agent/site/site_files.h"
+
+#include <algorithm>
+#include <array>
+
+#include "common/env.h"
+#include "common/mount_spec.h"
+#include "common/strings.h"
+
+namespace crisp {
+namespace {
+
+bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+// fstab(5)'s octal escapes of the characters a field cannot hold.
+std::string unescape_field(std::string_view f) {
+  static constexpr std::array<std::pair<std::string_view, char>, 4> kEscapes{
+      {{"\\040", ' '}, {"\\011", '\t'}, {"\\012", '\n'}, {"\\134", '\\'}}};
+  std::string out;
+  for (size_t i = 0; i < f.size(); ++i) {
+    auto e = std::find_if(kEscapes.begin(), kEscapes.end(), [&](const auto& x) { return f.substr(i).starts_with(x.first); });
+    if (e == kEscapes.end()) {
+      out += f[i];
+    } else {
+      out += e->second;
+      i += e->first.size() - 1;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string_view> fields_of(std::string_view line) {
+  std::vector<std::string_view> fields;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && blank(line[i])) ++i;
+    size_t start = i;
+    while (i < line.size() && !blank(line[i])) ++i;
+    if (i > start) fields.push_back(line.substr(start, i - start));
+  }
+  return fields;
+}
+
+constexpr std::array<std::string_view, 6> kPropagations{"private", "rprivate", "slave", "rslave", "shared", "rshared"};
+// Options a CRI bind mount cannot carry: the source's own mount keeps its flags.
+constexpr std::array<std::string_view, 6> kNotApplied{"nosuid", "nodev", "noexec", "suid", "dev", "exec"};
+// Options that change nothing for a bind mount (enroot's x-create: the runtime makes
+// a missing mount point, a directory or a file as the source is).
+bool no_op(std::string_view o) {
+  return o == "bind" || o == "rbind" || o == "defaults" || o.starts_with("x-create=");
+}
+
+}  // namespace
+
+std::string substitute_env(std::string_view text, const EnvLookup& lookup, bool* used) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t open = text.find("${", i);
+    size_t close = open == std::string_view::npos ? open : text.find('}', open + 2);
+    if (close == std::string_view::npos) break;
+    std::string_view name = text.substr(open + 2, close - open - 2);
+    out.append(text.substr(i, open - i));
+    if (valid_env_name(name)) {
+      if (auto v = lookup(name)) out += *v;
+      if (used) *used = true;
+    } else {
+      out.append(text.substr(open, close - open + 1));
+    }
+    i = close + 1;
+  }
+  out.append(text.substr(std::min(i, text.size())));
+  return out;
+}
+
+Result<std::optional<FstabLine>> parse_fstab_line(std::string_view line, const EnvLookup& lookup) {
+  std::vector<std::string_view> f = fields_of(line);
+  if (f.empty() || f[0].front() == '#') return std::optional<FstabLine>();
+  if (f.size() < 2) return fail("a mount needs a source and a target");
+  if (f.size() > 6) return fail("more than six fields");
+  FstabLine out;
+  out.source = substitute_env(unescape_field(f[0]), lookup, &out.source_from_env);
+  out.target = substitute_env(unescape_field(f[1]), lookup);
+  if (f.size() > 2) out.type = substitute_env(unescape_field(f[2]), lookup);
+  if (f.size() > 3) out.options = split(substitute_env(unescape_field(f[3]), lookup), ',');
+  return std::optional<FstabLine>(std::move(out));
+}
+
+Result<SiteMountSpec> site_mount_of(const FstabLine& line, bool read_write_default) {
+  if (!line.type.empty() && line.type != "none" && line.type != "bind")
+    return fail("file system type " + line.type + " is not supported (bind mounts only: type none or bind)");
+  SiteMountSpec m;
+  m.source = normalize_path(line.source);
+  m.target = normalize_path(line.target);
+  m.source_from_env = line.source_from_env;
+  m.readonly = !read_write_default;
+  if (line.source.empty() || line.source.front() != '/') return fail("the source must be an absolute path: " + line.source);
+  if (line.target.empty() || line.target.front() != '/') return fail("the target must be an absolute path: " + line.target);
+  for (const std::string& p : {m.source, m.target}) {
+    std::vector<std::string> parts = split(p, '/');
+    if (std::ranges::find(parts, "..") != parts.end()) return fail("\"..\" in a path: " + p);
+  }
+  for (const std::string& o : line.options) {
+    if (o == "ro" || o == "rw") {
+      m.readonly = o == "ro";
+    } else if (std::ranges::find(kPropagations, o) != kPropagations.end()) {
+      m.propagation = o;
+    } else if (o == "nofail") {
+      m.optional = true;
+    } else if (std::ranges::find(kNotApplied, o) != kNotApplied.end()) {
+      m.ignored.push_back(o);
+    } else if (!o.empty() && !no_op(o)) {
+      return fail("mount option " + o + " is not supported");
+    }
+  }
+  return m;
+}
+
+std::vector<std::string> parse_environ_lines(std::string_view text, const EnvLookup& lookup) {
+  std::vector<std::string> out;
+  for (const std::string& raw : split(text, '\n')) {
+    std::string_view l = raw;
+    while (!l.empty() && (l.front() == ' ' || l.front() == '\t')) l.remove_prefix(1);
+    if (l.empty() || l.front() == '#') continue;
+    std::string line = substitute_env(l, lookup);
+    size_t eq = line.find('=');
+    if (eq == std::string::npos || !valid_env_name(std::string_view(line).substr(0, eq)) || line.starts_with("ENROOT_"))
+      continue;
+    std::string value = line.substr(eq + 1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t' || value.back() == '\r')) value.pop_back();
+    // envfmt drops one pair of quotes around the value (trailing blanks after them too).
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && (value.back() == '"' || value.back() == '\''))
+      value = value.substr(1, value.size() - 2);
+    else
+      value = line.substr(eq + 1);
+    out.push_back(line.substr(0, eq + 1) + value);
+    if (out.size() == kMaxSiteEnv) break;
+  }
+  return out;
+}
+
+}  // namespace crisp
