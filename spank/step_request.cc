@@ -50,10 +50,12 @@ v1::CreateStepRequest build_create_request(const StepContext& step, const Contai
   for (const std::string& name : opts.env_names)
     if (auto v = env_value(step.env, name)) req.add_entrypoint_env(name + "=" + *v);
   // The site's files take ${NAME} from it (crispd's agent/site/); a frame from root may
-  // hold 4 MiB, so a huge environment is cut rather than fail the step.
+  // hold 4 MiB, so a huge environment is cut rather than fail the step: a variable that
+  // would pass the bound is left out, the smaller ones after it kept.
   size_t env_bytes = 0;
   for (const std::string& kv : step.env) {
-    if ((env_bytes += kv.size()) > kMaxJobEnvBytes) break;
+    if (env_bytes + kv.size() > kMaxJobEnvBytes) continue;
+    env_bytes += kv.size();
     req.add_job_env(kv);
   }
   req.set_entrypoint(opts.entrypoint);

@@ -23,11 +23,12 @@ std::vector<std::pair<std::string, std::string>> admin_files(int dir_fd, const s
                                                              const Report& report) {
   std::vector<std::pair<std::string, std::string>> out;
   Fd listing(openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  DIR* d = listing ? fdopendir(listing.release()) : nullptr;
+  DIR* d = listing ? fdopendir(listing.get()) : nullptr;
   if (!d) {
     report(dir + ": " + errno_text(errno));
     return out;
   }
+  listing.release();  // closedir closes it
   std::vector<std::string> names;
   while (dirent* e = readdir(d))
     if (std::string n = e->d_name; n.size() > suffix.size() && n.ends_with(suffix)) names.push_back(n);
@@ -62,9 +63,15 @@ bool SiteConfig::has_partitions() const {
                      [&](const SiteDir& d) { return !d.enroot && stat((d.path + "/partitions").c_str(), &st) == 0; });
 }
 
-void SiteConfig::report(const std::string& problem) const {
-  std::lock_guard lock(mu_);
-  if (reported_.size() < 1024 && reported_.insert(problem).second) log_warn("site configuration: " + problem);
+void SiteConfig::report(const std::string& key, const std::string& message) const {
+  {
+    std::lock_guard lock(mu_);
+    if (reported_.size() >= 4096 || !reported_.insert(key).second) return;
+  }
+  std::string shown = message.substr(0, kMaxReportBytes);
+  for (char& c : shown)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  log_warn("site configuration: " + shown + (message.size() > kMaxReportBytes ? "..." : ""));
 }
 
 // dir's mounts.d and environ.d, where they exist and root alone controls them.

@@ -38,6 +38,7 @@ struct SiteLines {
 
 inline constexpr size_t kMaxSiteFileBytes = 1 << 20;
 inline constexpr size_t kMaxSiteFiles = 256;  // per directory
+inline constexpr size_t kMaxReportBytes = 300;
 
 class SiteConfig {
  public:
@@ -46,8 +47,12 @@ class SiteConfig {
   // Whether any directory has partitions/ (then a job's partition is asked for).
   bool has_partitions() const;
   SiteLines lines_for(const std::string& partition) const;
-  // A problem with a site file: logged the first time it is seen.
-  void report(const std::string& problem) const;
+  // A problem with a site file, logged the first time its key is seen: keys name the file,
+  // line and kind of problem, never a value a user gave, so no user can fill the set or
+  // hide a problem behind theirs. The message is cut to kMaxReportBytes, control
+  // characters shown as '?' (a job's values may be in it).
+  void report(const std::string& key, const std::string& message) const;
+  void report(const std::string& problem) const { report(problem, problem); }
 
  private:
   void read_dir(const std::string& dir, bool read_write_default, SiteLines& out) const;

@@ -47,7 +47,15 @@ constexpr std::array<std::string_view, 6> kNotApplied{"nosuid", "nodev", "noexec
 // Options that change nothing for a bind mount (enroot's x-create: the runtime makes
 // a missing mount point, a directory or a file as the source is).
 bool no_op(std::string_view o) {
-  return o == "bind" || o == "rbind" || o == "defaults" || o.starts_with("x-create=");
+  return o == "bind" || o == "rbind" || o == "defaults" || o == "silent" || o.starts_with("x-create=");
+}
+
+// What the runtime makes in every container: enroot, which has no runtime, mounts the host's
+// (its own mounts.d/10-system.fstab); a container of crisp's keeps its own.
+bool runtimes_tree(const std::string& path) {
+  for (std::string_view tree : {"/proc", "/sys", "/dev"})
+    if (path == tree || path.starts_with(std::string(tree) + "/")) return true;
+  return false;
 }
 
 }  // namespace
@@ -55,21 +63,21 @@ bool no_op(std::string_view o) {
 std::string substitute_env(std::string_view text, const EnvLookup& lookup, bool* used) {
   std::string out;
   size_t i = 0;
-  while (i < text.size()) {
-    size_t open = text.find("${", i);
-    size_t close = open == std::string_view::npos ? open : text.find('}', open + 2);
-    if (close == std::string_view::npos) break;
-    std::string_view name = text.substr(open + 2, close - open - 2);
-    out.append(text.substr(i, open - i));
-    if (valid_env_name(name)) {
-      if (auto v = lookup(name)) out += *v;
-      if (used) *used = true;
-    } else {
-      out.append(text.substr(open, close - open + 1));
+  for (size_t open = text.find("${"); open != std::string_view::npos; open = text.find("${", i)) {
+    size_t close = text.find('}', open + 2);
+    std::string_view name = close == std::string_view::npos ? "" : text.substr(open + 2, close - open - 2);
+    if (!valid_env_name(name)) {
+      // Not a ${NAME}: the '$' stays, and a ${NAME} after it ("${A${B}}") is still found.
+      out.append(text.substr(i, open + 1 - i));
+      i = open + 1;
+      continue;
     }
+    out.append(text.substr(i, open - i));
+    if (auto v = lookup(name)) out += *v;
+    if (used) *used = true;
     i = close + 1;
   }
-  out.append(text.substr(std::min(i, text.size())));
+  out.append(text.substr(i));
   return out;
 }
 
@@ -98,7 +106,8 @@ Result<SiteMountSpec> site_mount_of(const FstabLine& line, bool read_write_defau
   if (line.target.empty() || line.target.front() != '/') return fail("the target must be an absolute path: " + line.target);
   for (const std::string& p : {m.source, m.target}) {
     std::vector<std::string> parts = split(p, '/');
-    if (std::ranges::find(parts, "..") != parts.end()) return fail("\"..\" in a path: " + p);
+    if (std::ranges::find(parts, "..") != parts.end()) return fail("\"..\" in a path");
+    if (runtimes_tree(p)) return fail("a path in /proc, /sys or /dev, which the runtime makes in every container");
   }
   for (const std::string& o : line.options) {
     if (o == "ro" || o == "rw") {
@@ -119,10 +128,10 @@ Result<SiteMountSpec> site_mount_of(const FstabLine& line, bool read_write_defau
 std::vector<std::string> parse_environ_lines(std::string_view text, const EnvLookup& lookup) {
   std::vector<std::string> out;
   for (const std::string& raw : split(text, '\n')) {
-    std::string_view l = raw;
-    while (!l.empty() && (l.front() == ' ' || l.front() == '\t')) l.remove_prefix(1);
-    if (l.empty() || l.front() == '#') continue;
-    std::string line = substitute_env(l, lookup);
+    // envsubst, then envfmt, line by line (a value's newline adds no line).
+    std::string line = substitute_env(raw, lookup);
+    line.erase(0, line.find_first_not_of(" \t"));
+    if (line.empty() || line.front() == '#') continue;
     size_t eq = line.find('=');
     if (eq == std::string::npos || !valid_env_name(std::string_view(line).substr(0, eq)) || line.starts_with("ENROOT_"))
       continue;

@@ -35,8 +35,10 @@ Result<std::optional<FstabLine>> parse_fstab_line(std::string_view line, const E
 // What crisp does with such a line: a bind mount of source (absolute) at target
 // (absolute in the container). enroot's defaults are read-write; crisp's own files'
 // are read-only unless "rw". Errors name what is not supported (another file system
-// type, a relative path, an unknown option); ignored lists the options a CRI bind
-// mount cannot apply (nosuid, nodev, noexec: the source's own mount flags stay).
+// type, a relative path, "..", an unknown option, a source or target in /proc, /sys or
+// /dev, which the runtime makes: enroot's own mounts.d binds the host's there); ignored
+// lists the options a CRI bind mount cannot apply (nosuid, nodev, noexec: the source's
+// own mount flags stay).
 struct SiteMountSpec {
   std::string source, target;
   bool source_from_env = false;

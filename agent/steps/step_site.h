@@ -23,6 +23,8 @@ using JobPartitionQuery = std::function<Result<std::string>(uint32_t job_id)>;
 // At most this many variables of the job's environment are looked at (the request's are
 // the user's).
 inline constexpr size_t kMaxJobEnv = 16384;
+// At most this many bytes of the site's variables, substituted, go in an answer.
+inline constexpr size_t kMaxSiteEnvBytes = 1u << 20;
 
 class StepSite {
  public:

@@ -13,7 +13,7 @@ if [[ ! -d $build ]]; then
     -Db_sanitize=address,undefined -Db_lundef=false -Dcpp_args='-fsanitize=fuzzer-no-link -fno-sanitize-recover=all' \
     -Dc_args='-fno-sanitize-recover=all' >/dev/null
 fi
-targets=(image_ref mount_spec options netrc docker_config cdi gres wire)
+targets=(image_ref mount_spec options netrc docker_config cdi gres wire site_files)
 (($# > 0)) && targets=("$@")
 exes=("${targets[@]/%/_fuzz}")
 ninja -C "$build" "${exes[@]/#/tests/fuzz/}" >/dev/null

@@ -266,7 +266,10 @@ TEST(StepRequest, CarriesTheJobsEnvironmentUpToItsBound) {
   auto req = crisp::build_create_request(step, *opts, kDefaults);
   EXPECT_EQ(std::vector<std::string>(req.job_env().begin(), req.job_env().end()), step.env);
   step.env.assign(3, "BIG=" + std::string(crisp::kMaxJobEnvBytes / 2, 'x'));
-  EXPECT_EQ(crisp::build_create_request(step, *opts, kDefaults).job_env_size(), 1) << "cut, not failed";
+  step.env.push_back("USER=alice");
+  auto cut = crisp::build_create_request(step, *opts, kDefaults);
+  ASSERT_EQ(cut.job_env_size(), 2) << "cut, not failed";
+  EXPECT_EQ(cut.job_env(1), "USER=alice") << "a small variable after a big one is kept";
 }
 
 TEST(StepRequest, CarriesHomeRemapAndTheEntrypointsVariables) {

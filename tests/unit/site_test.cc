@@ -81,14 +81,30 @@ TEST(SiteFiles, MountsAreBindMountsReadOnlyUnlessTheFileIsEnroots) {
     EXPECT_FALSE(crisp::site_mount_of(line(bad), false).ok()) << bad;
 }
 
+TEST(SiteFiles, SubstitutesNamesInsideWhatIsNoName) {
+  auto env = lookup_in({{"B", "b"}, {"HOME", "/h"}});
+  EXPECT_EQ(crisp::substitute_env("${A${B}} ${ ${HOME} $${HOME}", env), "${Ab} ${ /h $/h");
+}
+
+TEST(SiteFiles, TheRuntimesTreesAreLeftToIt) {
+  auto env = lookup_in({});
+  // enroot's own mounts.d/10-system.fstab binds the host's /proc, /sys and /dev.
+  for (const char* l : {"/proc /proc none x-create=dir,bind,rw", "/sys /sys none rbind", "/dev /dev none rbind",
+                        "/dev/shm /dev/shm none x-create=dir,bind,rw", "/var /proc/x none bind"})
+    EXPECT_FALSE(crisp::site_mount_of(**crisp::parse_fstab_line(l, env), true).ok()) << l;
+  EXPECT_TRUE(crisp::site_mount_of(**crisp::parse_fstab_line("/etc/localtime /etc/localtime none bind,ro,silent", env), true)
+                  .ok());
+  EXPECT_TRUE(crisp::site_mount_of(**crisp::parse_fstab_line("/devices /devices none bind", env), true).ok());
+}
+
 TEST(SiteFiles, EnvironLinesAsEnvfmtLeavesThem) {
-  auto env = lookup_in({{"HOME", "/home/alice"}});
+  auto env = lookup_in({{"HOME", "/home/alice"}, {"LEAD", "  "}});
   auto lines = crisp::parse_environ_lines(
       "  NCCL_IB_HCA=mlx5\n# comment\n\nexport X=1\nENROOT_REMAP_ROOT=y\nQ=\"quoted value\"  \nS='single'\n"
-      "CACHE=${HOME}/.cache\nKEEP=a\"b\nR=x\r\n",
+      "CACHE=${HOME}/.cache\nKEEP=a\"b\nR=x\r\n${LEAD}L=1\n",
       env);
   EXPECT_EQ(lines, (std::vector<std::string>{"NCCL_IB_HCA=mlx5", "Q=quoted value", "S=single", "CACHE=/home/alice/.cache",
-                                             "KEEP=a\"b", "R=x\r"}));
+                                             "KEEP=a\"b", "R=x\r", "L=1"}));
   std::string many;
   for (int i = 0; i < 10000; ++i) many += "V" + std::to_string(i) + "=1\n";
   EXPECT_EQ(crisp::parse_environ_lines(many, env).size(), crisp::kMaxSiteEnv) << "bounded";
@@ -130,6 +146,13 @@ TEST_F(SiteDirTest, AdminPathsOnlyThroughWhatNoUserCanChange) {
   EXPECT_TRUE(crisp::open_admin_path(dir_ + "/open/x").ok()) << "sticky: no one renames root's entry";
   fs::create_symlink(dir_ + "/etc", dir_ + "/link");
   EXPECT_EQ(crisp::open_admin_path(dir_ + "/link/slurm").error_kind(), crisp::ErrorKind::kRefused);
+  EXPECT_EQ(crisp::open_admin_path(dir_ + "/link").error_kind(), crisp::ErrorKind::kRefused);
+  EXPECT_EQ(crisp::open_admin_path(dir_ + "/etc/slurm/slurm.conf/x").error_kind(), crisp::ErrorKind::kNotFound);
+  // A root file linked under the admin's name in a sticky directory (protected_hardlinks off).
+  write("open/tool", "x");
+  ASSERT_EQ(link((dir_ + "/open/tool").c_str(), (dir_ + "/open/tool-link").c_str()), 0);
+  EXPECT_EQ(crisp::open_admin_path(dir_ + "/open/tool").error_kind(), crisp::ErrorKind::kRefused);
+  EXPECT_TRUE(crisp::open_admin_path(dir_ + "/etc/slurm/slurm.conf").ok()) << "a file of its own, where no one else writes";
   EXPECT_EQ(crisp::open_admin_path("relative").error_kind(), crisp::ErrorKind::kFailed);
 }
 
