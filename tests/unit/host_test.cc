@@ -29,6 +29,7 @@
 #include "agent/host/work_cgroup.h"
 #include "agent/host/squashfs_mount.h"
 #include "agent/host/squashfs_tools.h"
+#include "tests/unit/test_dir.h"
 
 namespace {
 
@@ -37,12 +38,7 @@ constexpr uint32_t kNobody = 65534;
 // A temporary directory, for what any user may do.
 class HostDirTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/crisp-host-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-    ASSERT_EQ(chmod(root_.c_str(), 0755), 0);
-  }
+  void SetUp() override { ASSERT_FALSE((root_ = crisp_test::make_test_dir("host")).empty()); }
   void TearDown() override {
     if (!root_.empty()) (void)!system(("umount -R -l " + root_ + "/* 2>/dev/null; rm -rf " + root_).c_str());
   }

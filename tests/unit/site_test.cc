@@ -14,6 +14,7 @@
 #include "agent/host/admin_paths.h"
 #include "agent/site/site_config.h"
 #include "agent/site/site_files.h"
+#include "tests/unit/test_dir.h"
 
 namespace {
 
@@ -113,12 +114,7 @@ TEST(SiteFiles, EnvironLinesAsEnvfmtLeavesThem) {
 // A directory tree of the test's, as root (the unit tests run as root in dev/test.sh).
 class SiteDirTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/crisp-site-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
-  }
+  void SetUp() override { ASSERT_FALSE((dir_ = crisp_test::make_test_dir("site")).empty()); }
   void TearDown() override { fs::remove_all(dir_); }
   void write(const std::string& rel, const std::string& text, mode_t mode = 0644) {
     fs::create_directories(fs::path(dir_ + "/" + rel).parent_path());
