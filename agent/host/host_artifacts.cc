@@ -31,9 +31,9 @@ Result<std::string> HostArtifacts::make_tmpfs(uint32_t uid, uint32_t gid, const 
   return crisp::make_tmpfs(mount_root_, tmpfs_count_++, uid, gid, options);
 }
 
-Result<std::string> HostArtifacts::stage(const UserPath& source) {
+Result<std::string> HostArtifacts::stage(const UserPath& source, bool propagates) {
   if (mount_root_.empty()) return fail("no mount root for the container's mount of " + source.path);
-  return stage_user_path(mount_root_, staged_count_++, source);
+  return stage_user_path(mount_root_, staged_count_++, source, propagates);
 }
 
 Status HostArtifacts::make_hca_view(const std::string& class_dir, const std::vector<std::string>& hca_names,

@@ -25,7 +25,7 @@ class HostArtifacts {
   // A tmpfs under the mount root, owned by uid:gid, with options as crisp::make_tmpfs's; returns its host path.
   Result<std::string> make_tmpfs(uint32_t uid, uint32_t gid, const std::string& options);
   // A clone of the user's source under the mount root; returns its host path.
-  Result<std::string> stage(const UserPath& source);
+  Result<std::string> stage(const UserPath& source, bool propagates = false);
   Status make_hca_view(const std::string& class_dir, const std::vector<std::string>& hca_names, const std::string& dir);
   // A file the runtime will write (the CRI log): removed on failure if it exists.
   void add_file(const std::string& path) { files_.push_back(path); }

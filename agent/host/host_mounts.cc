@@ -31,7 +31,7 @@ Result<std::string> make_tmpfs(const std::string& root, size_t index, uint32_t u
   return dir;
 }
 
-Result<std::string> stage_user_path(const std::string& root, size_t index, const UserPath& source) {
+Result<std::string> stage_user_path(const std::string& root, size_t index, const UserPath& source, bool propagates) {
   std::string at = root + "/m" + std::to_string(index);
   // A mount point of the source's kind: a directory, or an empty file.
   if (source.is_directory ? mkdir(at.c_str(), 0700) != 0
@@ -42,6 +42,8 @@ Result<std::string> stage_user_path(const std::string& root, size_t index, const
   if (!tree) return fail("cannot clone the mount of " + source.path + ": open_tree: " + errno_text(errno));
   if (syscall(SYS_move_mount, tree.get(), "", AT_FDCWD, at.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
     return fail("cannot place the mount of " + source.path + ": move_mount: " + errno_text(errno));
+  if (propagates && mount(nullptr, at.c_str(), nullptr, MS_REC | MS_SHARED, nullptr) != 0)
+    return fail("cannot make the mount of " + source.path + " shared: " + errno_text(errno));
   return at;
 }
 

@@ -35,8 +35,13 @@ Status make_mount_root(const std::string& base, const std::string& root);
 // A tmpfs owned by uid:gid (mode 0700) at root/INDEX; options (checked by
 // check_tmpfs_options) start with the default size in tmpfs's terms ("size=4g,huge=always").
 Result<std::string> make_tmpfs(const std::string& root, size_t index, uint32_t uid, uint32_t gid, const std::string& options);
-// A clone (recursive, like rbind) of the mount the user resolved, at root/mINDEX.
-Result<std::string> stage_user_path(const std::string& root, size_t index, const UserPath& source);
+// A clone (recursive, like rbind) of the mount the user resolved, at root/mINDEX. propagates:
+// the container's mount is to be a slave or shared one, which the runtime allows only of a
+// host mount that is shared or a slave: the clone of a shared mount is its peer already (events
+// on the source reach the container), that of a private one is made shared (a private source
+// has no events to pass on).
+Result<std::string> stage_user_path(const std::string& root, size_t index, const UserPath& source,
+                                    bool propagates = false);
 // Unmounts and removes everything under root, then root.
 void remove_mount_root(const std::string& root);
 

@@ -42,7 +42,8 @@ Status StepHost::stage_mounts(const v1::CreateStepRequest& req, StepPlan& plan, 
   if (auto s = host.open_mount_root(settings_.dirs.mounts, plan.key); !s) return s;
   in.tmpfs_root = host.mount_root();
   for (auto& [source, mount] : plan.user_mounts) {
-    auto at = host.stage(source);
+    const std::string& p = mount.propagation();
+    auto at = host.stage(source, p == "slave" || p == "rslave" || p == "shared" || p == "rshared");
     if (!at) return at.take_error();
     in.mounts.push_back(mount);
     in.mounts.back().set_source(*at);

@@ -62,6 +62,16 @@ test_mounts_rw_and_ro() {
   expect "nothing written to the ro source" equals "$(ls /var/tmp/crisp-it/ro)" "file"
 }
 
+# Pyxis's propagation flags: the runtime takes them only of a shared or slave host mount, which
+# a source on a node without systemd (this one) is not.
+test_mount_propagation_flags() {
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" \
+    --container-mounts=/var/tmp/crisp-it/ro:/ro-slave:ro+rslave,/var/tmp/crisp-it/rw:/rw-shared:rshared \
+    sh -c 'grep -E " /(ro-slave|rw-shared) " /proc/self/mountinfo'
+  expect "rslave: the container's mount is a slave" contains "$(grep ' /ro-slave ' <<<"$OUT")" " master:"
+  expect "rshared: a shared one" contains "$(grep ' /rw-shared ' <<<"$OUT")" " shared:"
+}
+
 test_workdir() {
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" sh -c 'pwd; echo made-in-job-dir > here'
   expect "starts in the job's directory" equals "$OUT" "$WORK"

@@ -17,18 +17,18 @@ crispd_log_since() { tail -n +"$(($1 + 1))" "$LOGS/crispd.log"; }
 test_site_mount_and_variable_reach_every_container() {
   site_reset
   site_file "$SITE_CONFIG_DIR/mounts.d/10-tools.fstab" "# site tools" "$SITE_DATA/tools /opt/site-tools none x-create=dir,bind,nosuid"
-  site_file "$SITE_CONFIG_DIR/environ.d/10-fabric.env" "NCCL_IB_HCA=mlx5" 'SITE_JOB="job-${SLURM_JOB_ID}"'
+  site_file "$SITE_CONFIG_DIR/environ.d/10-fabric.env" "UCX_TLS=rc,sm" 'SITE_JOB="job-${SLURM_JOB_ID}"'
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" \
-    sh -c 'cat /opt/site-tools/version; echo "$NCCL_IB_HCA $SITE_JOB"; touch /opt/site-tools/x 2>&1'
+    sh -c 'cat /opt/site-tools/version; echo "$UCX_TLS $SITE_JOB"; touch /opt/site-tools/x 2>&1'
   expect "the site's mount is in the container" equals "$(sed -n 1p <<<"$OUT")" site-tool
-  expect "its variables, \${SLURM_JOB_ID} the job's" matches "$(sed -n 2p <<<"$OUT")" '^mlx5 job-[0-9]+$'
+  expect "its variables, \${SLURM_JOB_ID} the job's" matches "$(sed -n 2p <<<"$OUT")" '^rc,sm job-[0-9]+$'
   expect "read-only, crisp's default" contains "$OUT" "Read-only file system"
-  run as_user "${SRUN[@]}" -p multi -N2 --container-image="$TEST_IMAGE" sh -c 'cat /opt/site-tools/version; echo $NCCL_IB_HCA'
-  expect "on both nodes" equals "$(sort <<<"$OUT" | uniq -c | awk '{print $1 $2}' | tr '\n' ' ')" "2mlx5 2site-tool "
+  run as_user "${SRUN[@]}" -p multi -N2 --container-image="$TEST_IMAGE" sh -c 'cat /opt/site-tools/version; echo $UCX_TLS'
+  expect "on both nodes" equals "$(sort <<<"$OUT" | uniq -c | awk '{print $1 $2}' | tr '\n' ' ')" "2rc,sm 2site-tool "
   run as_user "${SRUN[@]}" --container-name=site-join --container-image="$TEST_IMAGE" true
   settle
-  run as_user "${SRUN[@]}" --container-name=site-join sh -c 'echo $NCCL_IB_HCA'
-  expect "a step that joins a named container gets the variables too" equals "$OUT" mlx5
+  run as_user "${SRUN[@]}" --container-name=site-join sh -c 'echo $UCX_TLS'
+  expect "a step that joins a named container gets the variables too" equals "$OUT" rc,sm
   run runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" rm site-join
   site_reset
 }
