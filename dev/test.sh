@@ -147,7 +147,7 @@ if [[ -n $MATRIX ]]; then
   say "newer releases ($MATRIX): waiting for their builds"
   wait "$matrix_builder"
   for suite in $MATRIX; do
-    say "$suite: the cluster in its root, unit tests, plugin, core integration tests"
+    say "$suite: the cluster in its root, unit tests, plugin, $MATRIX_TESTS integration tests"
     log=$results/matrix-$suite.log
     if grep -qx "built $suite" "$matrix_build_log" && "$CRISP_SRC/dev/matrix.sh" "$suite" up --no-demo >"$log" 2>&1; then
       if [[ $MATRIX_TESTS == all ]]; then
