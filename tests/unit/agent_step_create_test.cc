@@ -178,6 +178,7 @@ TEST_F(AgentTest, TheSitesMountsAndVariablesReachTheStep) {
   admin_file(site + "/environ.d/10.env", "WHO=${USER}-x\n");
   admin_file(site + "/partitions/gpu/environ.d/10.env", "FABRIC=ib\n");
   auto s = settings();
+  s.config.host.dirs = crisp::HostDirs(dir_ + "/tmpfs");
   s.config.site_dirs = {{site, false}};
   std::vector<uint32_t> asked;
   s.seams.job_partition = [&](uint32_t job) -> crisp::Result<std::string> {
@@ -200,6 +201,8 @@ TEST_F(AgentTest, TheSitesMountsAndVariablesReachTheStep) {
     ASSERT_NE(data, mounts.end());
     EXPECT_TRUE(data->readonly());
   }
+  ASSERT_TRUE(steps.release_step(50, 0).ok());
+  EXPECT_EQ(access((dir_ + "/tmpfs/50.0").c_str(), F_OK), -1) << "the staged site mount goes with the step";
   admin_file(site + "/mounts.d/20.fstab", dir_ + "/absent /opt/absent none bind\n");
   auto missing = steps.create(step(51, 0));
   ASSERT_FALSE(missing.ok());
