@@ -58,7 +58,8 @@ struct Flags {
   std::string private_list = "/var/lib/crisp/private-images";
   std::string bundle_root = "/run/crisp/containerd/io.containerd.runtime.v2.task/k8s.io";
   crisp::DeviceRoots device_roots;
-  int call_timeout = 30, pull_timeout = 1800, sweep_interval = 30, sandbox_grace = 120, entrypoint_timeout = 60;
+  int call_timeout = 30, pull_timeout = 1800, sweep_interval = 30, sandbox_grace = 120, entrypoint_timeout = 60,
+      hook_timeout = 60;
   size_t spares = 8, spares_per_user = 2;
   int spare_grace = 600;
   std::string claims_dir = "/run/crisp/claims";
@@ -96,11 +97,12 @@ void add_runtime_flags(CLI::App& app, Flags& f) {
   app.add_option("--spare-grace", f.spare_grace, "seconds a spare is kept after its user and image were last used")
       ->capture_default_str();
   app.add_option("--site-config", f.site_config,
-                 "the site's mounts.d, environ.d and partitions/ for every container (empty: none)")
+                 "the site's mounts.d, environ.d, hooks.d, root-hooks.d and partitions/ for every container (empty: none)")
       ->capture_default_str();
   app.add_option("--enroot-config", f.enroot_config,
-                 "an enroot configuration directory whose mounts.d and environ.d every container gets, as enroot "
-                 "would give them (/etc/enroot; empty: none)");
+                 "an enroot configuration directory whose mounts.d, environ.d and hooks.d every container gets, as "
+                 "enroot would give them (/etc/enroot; empty: none)");
+  app.add_option("--hook-timeout", f.hook_timeout, "seconds each of the site's hooks may take")->capture_default_str();
   app.add_option("--claims-dir", f.claims_dir, "where crispd records which step claimed a spare")->capture_default_str();
   app.add_option("--sandbox-grace", f.sandbox_grace, "seconds a user's empty sandbox is kept for their next job")
       ->capture_default_str();
@@ -211,6 +213,7 @@ crisp::NodeConfig node_config(const Flags& f, crisp::SquashfsBounds squashfs) {
   c.spares = {f.spares, f.spares_per_user, std::chrono::seconds(f.spare_grace)};
   c.claims_dir = f.claims_dir;
   // enroot's first: where both set a variable, crisp's own files win.
+  c.hook_timeout = std::chrono::seconds(f.hook_timeout);
   if (!f.enroot_config.empty()) c.site_dirs.push_back({f.enroot_config, true});
   if (!f.site_config.empty()) c.site_dirs.push_back({f.site_config, false});
   c.imports_per_node = f.max_imports;

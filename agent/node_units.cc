@@ -30,7 +30,7 @@ NodeUnits::NodeUnits(CriClient& cri_client, ImageStore& image_store, Metrics& no
       image(requests, store, cri, config.squashfs_any_owner, config.sandbox_image),
       devices(config.devices, config.hca_policy, config.node.node_name, std::move(seams.step_gpus)),
       host(config.host, config.devices),
-      site(config.site_dirs, std::move(seams.job_partition)),
+      site(config.site_dirs, std::move(seams.job_partition), config.hook_timeout, std::move(seams.run_hook)),
       named(cri, containers, sessions, starter, store),
       spares({cri, pool, claims, containers, sandboxes, starter, holders}, config.node, std::move(seams.attach), metrics),
       creator({locks, sandboxes, containers, sessions, holders, starter, named, spares, devices, image, host, site},

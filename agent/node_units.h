@@ -52,6 +52,7 @@ struct NodeConfig {
   SpareLimits spares;               // per_node 0: none
   std::string claims_dir;           // where the claims of spares are kept; empty: in memory alone
   std::vector<SiteDir> site_dirs;   // the site's container configuration (agent/site/)
+  std::chrono::milliseconds hook_timeout{60000};  // each site hook's
 };
 
 // What the fake CRI's tests replace: each is given to the unit that uses it.
@@ -63,6 +64,7 @@ struct NodeSeams {
   StepGpusQuery step_gpus;            // unset: a step that names GPUs is refused
   StepLivenessQuery step_liveness;    // unset: not asked while a pull runs
   JobPartitionQuery job_partition;    // unset: the site's partitions/ is not read
+  SiteHookRunner run_hook = run_site_hook;
 };
 
 class NodeUnits {

@@ -4,12 +4,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <iterator>
 #include <thread>
 
 #include "common/fd.h"
@@ -131,11 +133,26 @@ std::string ProcessResult::status_text() const {
   return exit_code >= 0 ? "exit status " + std::to_string(exit_code) : "signal " + std::to_string(signal);
 }
 
-bool only_descriptor_3(int fd) {
-  // dup2(3, 3) keeps O_CLOEXEC: it is cleared on 3 either way.
-  if (fd >= 0 && (dup2(fd, 3) != 3 || fcntl(3, F_SETFD, 0) != 0)) return false;
-  return syscall(SYS_close_range, fd < 0 ? 3 : 4, ~0u, 0) == 0;
+bool only_descriptors_from_3(std::span<const int> fds) {
+  // First above every target, so no dup2 overwrites a descriptor still to be placed.
+  int first = 3 + static_cast<int>(fds.size()), high[8];
+  if (fds.size() > std::size(high)) return false;
+  for (size_t i = 0; i < fds.size(); ++i)
+    if ((high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, first)) < 0) return false;
+  for (size_t i = 0; i < fds.size(); ++i)
+    if (dup2(high[i], 3 + static_cast<int>(i)) < 0) return false;  // dup2 clears O_CLOEXEC
+  return syscall(SYS_close_range, first, ~0u, 0) == 0;
 }
+
+namespace {
+
+// fork(), or a clone into a new PID namespace (the child is its process 1).
+pid_t fork_child(bool own_pid_namespace) {
+  if (!own_pid_namespace) return fork();
+  return static_cast<pid_t>(syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+}
+
+}  // namespace
 
 Result<ProcessResult> run_process(const ProcessSpec& spec) {
   std::vector<std::string> args = spec.argv;
@@ -149,14 +166,14 @@ Result<ProcessResult> run_process(const ProcessSpec& spec) {
   if (!out) return out.take_error();
   if (!err) return err.take_error();
   pid_t pid = 0;
-  if (spec.prepare || spec.pass_fd >= 0) {
-    pid = fork();
+  if (spec.prepare || !spec.pass_fds.empty() || spec.own_pid_namespace) {
+    pid = fork_child(spec.own_pid_namespace);
     if (pid < 0) return fail("fork: " + errno_text(errno));
     if (pid == 0) {
       // First, while crispd's descriptors (a user namespace's) are all where prepare expects them.
       bool ok = !spec.prepare || spec.prepare();
       ok = ok && dup2(in->read.get(), STDIN_FILENO) >= 0 && dup2(out->write.get(), STDOUT_FILENO) >= 0 &&
-           dup2(err->write.get(), STDERR_FILENO) >= 0 && only_descriptor_3(spec.pass_fd);
+           dup2(err->write.get(), STDERR_FILENO) >= 0 && only_descriptors_from_3(spec.pass_fds);
       if (ok) execve(path.c_str(), argv.data(), spec.env ? envp.data() : environ);
       _exit(127);
     }

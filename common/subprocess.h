@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,10 @@ struct ProcessSpec {
   std::string input;                              // written to its stdin, then closed
   std::chrono::milliseconds timeout{30000};
   size_t max_output = 1 << 20;                    // per stream; the rest is read and dropped
-  int pass_fd = -1;                               // given to the program as its descriptor 3
+  std::vector<int> pass_fds;                      // given to the program as its descriptors 3, 4, ...
+  // The program is the first process of a PID namespace of its own: when it ends (or the
+  // timeout kills it), so does everything it started, whatever it detached.
+  bool own_pid_namespace = false;
   // Run in the child just before exec (a user's ids, a directory to start in):
   // system calls only (the child of a threaded process); false: it exits 127.
   std::function<bool()> prepare;
@@ -38,9 +42,9 @@ struct ProcessResult {
 // argv/envp for exec: pointers into strings, then nullptr (strings must outlive them).
 std::vector<char*> c_strings(std::vector<std::string>& strings);
 
-// In a forked child, before exec (system calls only): fd becomes descriptor 3, inherited,
-// and every descriptor above 2 but that one is closed (fd < 0: every one above 2).
-bool only_descriptor_3(int fd);
+// In a forked child, before exec (system calls only): fds become descriptors 3, 4, ...,
+// inherited, and every other descriptor above 2 is closed.
+bool only_descriptors_from_3(std::span<const int> fds);
 
 // Errors: kFailed when it cannot start, kTimedOut when it outlived the timeout (it is killed).
 Result<ProcessResult> run_process(const ProcessSpec& spec);

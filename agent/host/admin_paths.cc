@@ -8,8 +8,6 @@
 namespace crisp {
 namespace {
 
-bool others_may_write(const struct stat& st) { return (st.st_mode & (S_IWGRP | S_IWOTH)) != 0; }
-
 // in_shared: the component's directory is one others may write (sticky, or it was refused).
 Status check_component(const std::string& at, const struct stat& st, bool walked_through, bool in_shared) {
   if (S_ISLNK(st.st_mode)) return fail(ErrorKind::kRefused, at + " is a symlink: name the path it leads to");

@@ -5,6 +5,8 @@
 // by its owner or sticky, so no user can put their own file or directory in its place.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <string>
 
 #include "agent/host/user_access.h"
@@ -13,6 +15,9 @@
 namespace crisp {
 
 inline constexpr uint32_t kSystemUidMax = 999;
+
+// Whether others than the owner (its group, anyone) may write what st describes.
+inline bool others_may_write(const struct stat& st) { return (st.st_mode & (S_IWGRP | S_IWOTH)) != 0; }
 
 // path (absolute, normalized) as an O_PATH descriptor. A missing path is an error of
 // kind kNotFound; one a user could change (a symlink, a user's file or directory on the

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "agent/host/holder_process.h"
 #include "agent/host/user_access.h"
 #include "common/cgroups.h"
 #include "common/fd.h"
@@ -53,29 +54,13 @@ Status await_holder(int pid, const std::string& holder_exe, std::chrono::seconds
   }
 }
 
-namespace {
-
-// The holder's cgroup.procs in every hierarchy crispd sees: the entrypoint goes where the container is.
-std::vector<Fd> holder_cgroups(int holder_pid) {
-  std::vector<Fd> out;
-  auto text = read_text("/proc/" + std::to_string(holder_pid) + "/cgroup", 1u << 16);
-  if (!text) return out;
-  for (const CgroupOf& c : parse_proc_cgroup(*text)) {
-    std::string dir = c.controllers.empty() ? unified_dir() : hierarchy_dir(c.controllers);
-    if (Fd procs(open((dir + c.path + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC)); procs) out.push_back(std::move(procs));
-  }
-  return out;
-}
-
-}  // namespace
-
 Result<int> start_entrypoint_in_root(const RootEntrypoint& e) {
   std::string proc = "/proc/" + std::to_string(e.holder_pid);
   Fd ns(open((proc + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
   Fd out(open((proc + "/fd/1").c_str(), O_WRONLY | O_CLOEXEC)), err(open((proc + "/fd/2").c_str(), O_WRONLY | O_CLOEXEC));
   Fd null(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!ns || !out || !err || !null) return fail("cannot open the container's namespace and streams: " + errno_text(errno));
-  std::vector<Fd> cgroups = holder_cgroups(e.holder_pid);
+  std::vector<Fd> cgroups = cgroup_procs_of(e.holder_pid);
   if (cgroups.empty()) return fail("cannot find the container's cgroups");
   std::vector<std::string> args = e.argv, env = e.env;
   std::vector<char*> argv = c_strings(args), envp = c_strings(env);

@@ -1,5 +1,6 @@
 #include "agent/host/holder_process.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "common/cgroups.h"
 #include "common/files.h"
 #include "common/strings.h"
 
@@ -59,6 +61,17 @@ Status release_holder(int pid, uint32_t uid, std::chrono::milliseconds timeout) 
   if (auto s = await_proc_owner(proc, 0, until); !s) return s;
   if (kill(pid, SIGURG) != 0) return fail("cannot signal the container's holder: " + errno_text(errno));
   return await_proc_owner(proc, uid, until);
+}
+
+std::vector<Fd> cgroup_procs_of(int pid) {
+  std::vector<Fd> out;
+  auto text = read_text("/proc/" + std::to_string(pid) + "/cgroup", 1u << 16);
+  if (!text) return out;
+  for (const CgroupOf& c : parse_proc_cgroup(*text)) {
+    std::string dir = c.controllers.empty() ? unified_dir() : hierarchy_dir(c.controllers);
+    if (Fd procs(open((dir + c.path + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC)); procs) out.push_back(std::move(procs));
+  }
+  return out;
 }
 
 }  // namespace crisp

@@ -37,7 +37,7 @@ Status unsquash_as_user(const UserCreds& creds, int image, const std::string& di
                         std::chrono::seconds timeout) {
   ProcessSpec spec;
   spec.argv = {kUnsquashfs, "-f", "-d", ".", "-n", "-q", "-no-xattrs", "/proc/self/fd/3"};
-  spec.pass_fd = image;
+  spec.pass_fds = {image};
   spec.timeout = timeout;
   spec.prepare = [&] {
     int view = static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, dir.c_str(), OPEN_TREE_CLONE));
@@ -53,7 +53,7 @@ std::string cat_as_user(const UserCreds& creds, int image, const std::string& pa
   ProcessSpec spec;
   spec.argv = {kUnsquashfs, "-cat", "/proc/self/fd/3", path};
   spec.env = std::vector<std::string>{"PATH=/usr/bin:/bin", "LC_ALL=C"};
-  spec.pass_fd = image;
+  spec.pass_fds = {image};
   spec.timeout = timeout;
   spec.max_output = max_bytes;
   spec.prepare = [&] { return take_user_ids(creds.uid, creds.gid, creds.groups); };
@@ -70,7 +70,7 @@ ProcessSpec mksquash_spec(int out, const SquashfsBounds& bounds) {
   auto memory = std::to_string(std::max<uint64_t>(64, bounds.limits.memory_bytes / 2 >> 20)) + "M";
   spec.argv = {kMksquashfs, ".", "/proc/self/fd/3", "-noappend", "-all-root", "-no-progress", "-quiet", "-no-xattrs",
                "-processors", processors, "-mem", memory, "-wildcards", "-e", "dev/*", ".crisp"};
-  spec.pass_fd = out;
+  spec.pass_fds = {out};
   spec.timeout = bounds.timeout;
   return spec;
 }

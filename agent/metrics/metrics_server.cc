@@ -31,7 +31,7 @@ constexpr size_t kMaxQuestion = 64;  // the relay's question is one word
 // In the forked child of a threaded process: system calls only. Descriptor 3 is the
 // relay's end of the pair; everything else above 2 is closed, the ids are nobody's.
 [[noreturn]] void exec_relay(int fd, uid_t uid, gid_t gid, pid_t parent, char** argv) {
-  bool ok = only_descriptor_3(fd) && setgroups(0, nullptr) == 0 && setgid(gid) == 0 && setuid(uid) == 0 &&
+  bool ok = only_descriptors_from_3({&fd, 1}) && setgroups(0, nullptr) == 0 && setgid(gid) == 0 && setuid(uid) == 0 &&
             prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 &&
             getppid() == parent;
   if (ok) execv(argv[0], argv);

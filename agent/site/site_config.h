@@ -1,10 +1,12 @@
 // SiteConfig: the container configuration an admin gives every container on the node,
 // in enroot's file forms, from the directories crispd is pointed at:
-//   crisp's own (--site-config, /etc/crisp):  mounts.d/*.fstab, environ.d/*.env, and the
-//     same under partitions/NAME/ for the jobs of partition NAME alone; mounts read-only
-//     unless "rw";
-//   enroot's (--enroot-config, /etc/enroot):  its mounts.d and environ.d as enroot reads
-//     them (mounts read-write unless "ro"), so a site that ran Pyxis keeps its files.
+//   crisp's own (--site-config, /etc/crisp):  mounts.d/*.fstab, environ.d/*.env, hooks.d/*
+//     (programs run as the user) and root-hooks.d/* (as root), and the same under
+//     partitions/NAME/ for the jobs of partition NAME alone; mounts read-only unless "rw";
+//   enroot's (--enroot-config, /etc/enroot):  its mounts.d, environ.d and hooks.d/*.sh as
+//     enroot reads them (mounts read-write unless "ro"; hooks as the user), so a site that
+//     ran Pyxis keeps its files. enroot's standard hooks are not run: crisp does their work
+//     itself (kBuiltInEnrootHooks); those found are logged at start, as enroot.conf is.
 // Files are read afresh for each container (a few small files: an admin's edit applies
 // to the next job, no reload), only where root owns the whole path and no one else may
 // write it, in name order as enroot's run-parts. Each problem (a file skipped, a line not
@@ -30,10 +32,23 @@ struct SiteLine {
   bool read_write_default = false;
 };
 
+// A program the admin gives every new container (agent/steps/step_hooks.h runs it).
+struct SiteHook {
+  std::string path;
+  bool as_root = false;
+};
+
 // What applies to one job: its partition's lines after everyone's.
 struct SiteLines {
   std::vector<SiteLine> mounts;
   std::vector<SiteLine> environ;  // one per file (text: the whole file)
+  std::vector<SiteHook> hooks;    // in the order they run
+};
+
+// enroot's own hooks (enroot's conf/hooks and extra/), whose work crisp does itself.
+inline constexpr const char* kBuiltInEnrootHooks[] = {
+    "10-aptfix.sh",  "10-cgroups.sh",  "10-devices.sh",    "10-home.sh",          "10-localtime.sh",
+    "10-shadow.sh",  "98-nvidia.sh",   "99-mellanox.sh",   "50-slurm-pmi.sh",     "50-slurm-pytorch.sh",
 };
 
 inline constexpr size_t kMaxSiteFileBytes = 1 << 20;
@@ -42,7 +57,8 @@ inline constexpr size_t kMaxReportBytes = 300;
 
 class SiteConfig {
  public:
-  explicit SiteConfig(std::vector<SiteDir> dirs) : dirs_(std::move(dirs)) {}
+  // Logs, once, what of enroot's directories crisp does not use.
+  explicit SiteConfig(std::vector<SiteDir> dirs);
 
   // Whether any directory has partitions/ (then a job's partition is asked for).
   bool has_partitions() const;
@@ -55,7 +71,8 @@ class SiteConfig {
   void report(const std::string& problem) const { report(problem, problem); }
 
  private:
-  void read_dir(const std::string& dir, bool read_write_default, SiteLines& out) const;
+  void read_dir(const std::string& dir, bool enroot, SiteLines& out) const;
+  void read_hooks(const std::string& dir, bool enroot, bool as_root, SiteLines& out) const;
   void report_unread(const std::string& dir) const;
 
   const std::vector<SiteDir> dirs_;

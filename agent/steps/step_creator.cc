@@ -23,16 +23,16 @@ Result<v1::CreateStepResponse> StepCreator::create_in_phases(const v1::CreateSte
   StepPlan plan = StepPlan::of(req);
   plan.waiter = &waiter;
   clock.begin("site");
-  SiteLines site = p_.site.lines(req);
+  JobSite site = p_.site.read(req);
   if (plan.named) {
     clock.begin("join");
     auto lock = p_.locks.lock_job(plan.scope.job_id);
     auto joined = p_.named.join(plan.scope, req);
     if (!joined) return joined.take_error();
-    if (*joined) return finish(req, **joined, site, SetupKind::kNamedJoin, clock);
+    if (*joined) return finish_join(req, **joined, site, clock);
   }
   clock.begin("paths");
-  if (auto s = p_.site.mounts(req, site, plan); !s) return s.take_error();
+  if (auto s = p_.site.mounts(site, plan); !s) return s.take_error();
   if (auto s = resolve_user_paths(req, plan); !s) return s.take_error();
   clock.begin("devices");
   if (auto s = p_.devices.plan(req, plan); !s) return s.take_error();
@@ -42,7 +42,7 @@ Result<v1::CreateStepResponse> StepCreator::create_in_phases(const v1::CreateSte
   clock.begin("host");
   auto hold = hold_job(req, plan);
   if (!hold) return hold.take_error();
-  if (hold->joined) return finish(req, *hold->joined, site, SetupKind::kNamedJoin, clock);
+  if (hold->joined) return finish_join(req, *hold->joined, site, clock);
   HostArtifacts host;
   if (auto s = p_.host.prepare(req, plan, host); !s) return s.take_error();
   if (auto s = p_.image.choose_cri_image(plan); !s) return s.take_error();
@@ -53,11 +53,14 @@ Result<v1::CreateStepResponse> StepCreator::create_in_phases(const v1::CreateSte
   ContainerGuard guard(p_.containers, *id);
   if (!plan.claimed)
     if (auto s = p_.starter.start(req, plan, clock); !s) return s.take_error();
+  if (!site.lines.hooks.empty()) clock.begin("hooks");
+  auto hook_env = p_.site.run_hooks(site, req, plan.pid, plan.container_id);
+  if (!hook_env) return hook_env.take_error();
   if (auto s = start_session(req, plan, clock); !s) return s.take_error();
   guard.keep();
   host.keep();
   p_.spares.want(req, plan);
-  return finish(req, plan.out, site, plan.claimed ? SetupKind::kSpareClaim : SetupKind::kNew, clock, plan.named);
+  return finish(req, plan.out, site, *hook_env, plan.claimed ? SetupKind::kSpareClaim : SetupKind::kNew, clock, plan.named);
 }
 
 Result<StepCreator::JobHold> StepCreator::hold_job(const v1::CreateStepRequest& req, const StepPlan& plan) {
@@ -111,9 +114,19 @@ Status StepCreator::start_session(const v1::CreateStepRequest& req, StepPlan& pl
   return Ok{};
 }
 
-v1::CreateStepResponse StepCreator::finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out,
-                                           const SiteLines& site, SetupKind kind, PhaseClock& clock, bool named) {
-  p_.site.environment(req, site, out);
+Result<v1::CreateStepResponse> StepCreator::finish_join(const v1::CreateStepRequest& req, v1::CreateStepResponse joined,
+                                                        const JobSite& site, PhaseClock& clock) {
+  if (!site.lines.hooks.empty()) clock.begin("hooks");
+  auto hook_env = p_.site.run_hooks(site, req, joined.holder_pid(), joined.container_id());
+  if (!hook_env) return hook_env.take_error();
+  return finish(req, std::move(joined), site, *hook_env, SetupKind::kNamedJoin, clock);
+}
+
+v1::CreateStepResponse StepCreator::finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out, const JobSite& site,
+                                           const std::vector<std::string>& hook_env, SetupKind kind, PhaseClock& clock,
+                                           bool named) {
+  p_.site.environment(site, out);
+  for (const std::string& kv : hook_env) out.add_site_env(kv);
   clock.end();
   double seconds = clock.seconds();
   for (const auto& [phase, s] : clock.laps()) metrics_.setup_phase(kind, phase, s);

@@ -67,9 +67,13 @@ class StepCreator {
   bool remove_stale_step(const v1::CreateStepRequest& req);
   // The container started: its session, the holder kept, the answer.
   Status start_session(const v1::CreateStepRequest& req, StepPlan& plan, PhaseClock& clock);
-  // The answer, with the site's environment, its setup time logged and counted.
-  v1::CreateStepResponse finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out, const SiteLines& site,
-                                SetupKind kind, PhaseClock& clock, bool named = false);
+  // A named container joined: the site's hooks for this step too, then finish.
+  Result<v1::CreateStepResponse> finish_join(const v1::CreateStepRequest& req, v1::CreateStepResponse joined,
+                                             const JobSite& site, PhaseClock& clock);
+  // The answer, with the site's environment and the hooks', its setup time logged and counted.
+  v1::CreateStepResponse finish(const v1::CreateStepRequest& req, v1::CreateStepResponse out, const JobSite& site,
+                                const std::vector<std::string>& hook_env, SetupKind kind, PhaseClock& clock,
+                                bool named = false);
 
   CreatorParts p_;
   const NodeSettings node_;

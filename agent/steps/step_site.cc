@@ -1,10 +1,14 @@
 #include "agent/steps/step_site.h"
 
+#include <algorithm>
+#include <algorithm>
 #include <map>
 
 #include "agent/host/admin_paths.h"
 #include "agent/site/site_files.h"
 #include "common/log.h"
+#include "common/slurm_ids.h"
+#include "common/slurm_ids.h"
 #include "common/strings.h"
 
 namespace crisp {
@@ -26,23 +30,70 @@ EnvLookup job_lookup(const v1::CreateStepRequest& req) {
   };
 }
 
+// What a hook sees besides enroot's variables: the job's environment (a root hook gets none
+// of it: its values are the user's) and the job's identity.
+std::vector<std::string> hook_environment(const v1::CreateStepRequest& req, const std::string& container_id, bool as_root) {
+  std::vector<std::string> env;
+  if (as_root) env.emplace_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  else env.assign(req.job_env().begin(), req.job_env().begin() + std::min<int>(req.job_env_size(), kMaxJobEnv));
+  for (std::string kv : {"SLURM_JOB_ID=" + std::to_string(req.job_id()), "SLURM_STEP_ID=" + std::to_string(req.step_id()),
+                         "SLURM_JOB_UID=" + std::to_string(req.uid()), "SLURM_JOB_GID=" + std::to_string(req.gid()),
+                         "SLURM_JOB_USER=" + req.user(), "CRISP_CONTAINER_ID=" + container_id})
+    env.push_back(std::move(kv));
+  return env;
+}
+
+// Whether text has a line other than a comment or a blank one.
+bool has_mount_lines(const std::string& text) {
+  EnvLookup none = [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
+  for (const std::string& line : split(text, '\n'))
+    if (auto parsed = parse_fstab_line(line, none); !parsed || *parsed) return true;
+  return false;
+}
+
 }  // namespace
 
-SiteLines StepSite::lines(const v1::CreateStepRequest& req) const {
+Result<std::vector<std::string>> StepSite::run_hooks(const JobSite& site, const v1::CreateStepRequest& req,
+                                                     int holder_pid, const std::string& container_id) const {
+  std::vector<std::string> env;
+  size_t bytes = 0;
+  // enroot formats what hooks write without substituting it.
+  EnvLookup literally = [](std::string_view name) -> std::optional<std::string> { return "${" + std::string(name) + "}"; };
+  for (const SiteHook& hook : site.lines.hooks) {
+    SiteHookRun run{hook.path, std::nullopt, holder_pid, hook_environment(req, container_id, hook.as_root), hook_timeout_};
+    if (!hook.as_root)
+      run.as_user = UserCreds{req.uid(), req.gid(), {req.supplementary_gids().begin(), req.supplementary_gids().end()}};
+    auto out = run_hook_(run);
+    if (!out) {
+      log_warn(slurm::step_text(req.job_id(), req.step_id()) + ": " + out.error());
+      return out.take_error();
+    }
+    if (has_mount_lines(out->mounts))
+      config_.report(hook.path + ":mounts", hook.path + ": its ENROOT_MOUNTS lines are not applied (crisp mounts what " +
+                                                "mounts.d names, read before the container is made)");
+    for (std::string& kv : parse_environ_lines(out->environ, literally)) {
+      if ((bytes += kv.size()) > kMaxSiteEnvBytes)
+        return fail("the site's hook " + hook.path + " gave more than 1 MiB of variables: tell your admin");
+      env.push_back(std::move(kv));
+    }
+  }
+  return env;
+}
+
+JobSite StepSite::read(const v1::CreateStepRequest& req) const {
   std::string partition;
   if (partition_ && config_.has_partitions()) {
     auto p = partition_(req.job_id());
     if (p) partition = *p;
     else config_.report("partition", "jobs' partitions' files (partitions/) left out while slurmctld cannot say: " + p.error());
   }
-  return config_.lines_for(partition);
+  return {config_.lines_for(partition), job_lookup(req)};
 }
 
-void StepSite::environment(const v1::CreateStepRequest& req, const SiteLines& lines, v1::CreateStepResponse& out) const {
-  EnvLookup lookup = job_lookup(req);
+void StepSite::environment(const JobSite& site, v1::CreateStepResponse& out) const {
   size_t bytes = 0;
-  for (const SiteLine& file : lines.environ)
-    for (std::string& kv : parse_environ_lines(file.text, lookup)) {
+  for (const SiteLine& file : site.lines.environ)
+    for (std::string& kv : parse_environ_lines(file.text, site.job_env)) {
       // The answer must fit a frame whatever the job's values make of the lines.
       if (static_cast<size_t>(out.site_env_size()) >= kMaxSiteEnv || bytes + kv.size() > kMaxSiteEnvBytes) {
         config_.report(file.origin + ":size", file.origin + ": variables left out: over " +
@@ -54,10 +105,9 @@ void StepSite::environment(const v1::CreateStepRequest& req, const SiteLines& li
     }
 }
 
-Status StepSite::mounts(const v1::CreateStepRequest& req, const SiteLines& lines, StepPlan& plan) const {
-  EnvLookup lookup = job_lookup(req);
-  for (const SiteLine& line : lines.mounts) {
-    auto parsed = parse_fstab_line(line.text, lookup);
+Status StepSite::mounts(const JobSite& site, StepPlan& plan) const {
+  for (const SiteLine& line : site.lines.mounts) {
+    auto parsed = parse_fstab_line(line.text, site.job_env);
     if (!parsed) {
       config_.report(line.origin + ":line", line.origin + ": skipped: " + parsed.error());
       continue;

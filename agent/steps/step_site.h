@@ -4,14 +4,19 @@
 // ${NAME} in it is the user's, resolved with their rights like their own mounts. A mount
 // that cannot be made is left out and logged (one user must not fail everyone's jobs by
 // making a site path theirs), unless its source is missing without "nofail", which fails
-// the step as enroot does. Calls: agent/site/, agent/host/.
+// the step as enroot does. The site's hooks run for each step once its container runs (as
+// enroot runs them at each start), in order, each bounded in time; the first that fails
+// fails the step. Calls: agent/site/, agent/host/.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "agent/host/site_hook.h"
 #include "agent/site/site_config.h"
+#include "agent/site/site_files.h"
 #include "agent/steps/step_plan.h"
 
 namespace crisp {
@@ -26,21 +31,37 @@ inline constexpr size_t kMaxJobEnv = 16384;
 // At most this many bytes of the site's variables, substituted, go in an answer.
 inline constexpr size_t kMaxSiteEnvBytes = 1u << 20;
 
+using SiteHookRunner = std::function<Result<SiteHookOutput>(const SiteHookRun&)>;
+
+// What of the site applies to one job: its lines, and its environment for ${NAME}.
+struct JobSite {
+  SiteLines lines;
+  EnvLookup job_env;
+};
+
 class StepSite {
  public:
-  StepSite(std::vector<SiteDir> dirs, JobPartitionQuery partition)
-      : config_(std::move(dirs)), partition_(std::move(partition)) {}
+  StepSite(std::vector<SiteDir> dirs, JobPartitionQuery partition, std::chrono::milliseconds hook_timeout,
+           SiteHookRunner run_hook = run_site_hook)
+      : config_(std::move(dirs)), partition_(std::move(partition)), hook_timeout_(hook_timeout),
+        run_hook_(std::move(run_hook)) {}
 
-  // The job's lines (its partition's included), read now.
-  SiteLines lines(const v1::CreateStepRequest& req) const;
+  // The job's lines (its partition's included), read now, and its environment.
+  JobSite read(const v1::CreateStepRequest& req) const;
   // The site's variables, substituted, into out.site_env.
-  void environment(const v1::CreateStepRequest& req, const SiteLines& lines, v1::CreateStepResponse& out) const;
+  void environment(const JobSite& site, v1::CreateStepResponse& out) const;
   // The site's mounts, resolved, into plan.user_mounts (before the user's own).
-  Status mounts(const v1::CreateStepRequest& req, const SiteLines& lines, StepPlan& plan) const;
+  Status mounts(const JobSite& site, StepPlan& plan) const;
+  // The site's hooks for the step, in its started container (holder_pid): the variables
+  // they gave (ENROOT_ENVIRON), for the step's environment after the site's.
+  Result<std::vector<std::string>> run_hooks(const JobSite& site, const v1::CreateStepRequest& req, int holder_pid,
+                                             const std::string& container_id) const;
 
  private:
   SiteConfig config_;
   const JobPartitionQuery partition_;
+  const std::chrono::milliseconds hook_timeout_;
+  const SiteHookRunner run_hook_;
 };
 
 }  // namespace crisp

@@ -98,3 +98,84 @@ test_enroot_configuration_directory_gives_what_enroot_would() {
     "/home/$TEST_USER/.cache|unset|a b|crisp"
   site_reset
 }
+
+# site_hook PATH BODY: one of the admin's hooks (root's, 0755; mode in $3).
+site_hook() { mkdir -p "$(dirname "$1")" && printf '#!/bin/sh\n%s\n' "$2" >"$1" && chmod "${3:-0755}" "$1"; }
+
+# The admin's hooks run for each step in its started container: hooks.d as the user, with
+# enroot's variables and the job's environment; root-hooks.d as root; what they append to
+# ENROOT_ENVIRON is in the step's environment; a joined named container's step runs them too.
+test_site_hooks_run_as_the_user_with_enroots_variables() {
+  site_reset
+  site_hook "$SITE_CONFIG_DIR/hooks.d/10-who" \
+    'echo "HOOK_WHO=$(id -un) $SITE_ASKED" >>"$ENROOT_ENVIRON"
+test -r "$ENROOT_ROOTFS/etc/passwd" && echo "HOOK_HOLDER=$SLURM_JOB_ID:$ENROOT_PID" >>"$ENROOT_ENVIRON"'
+  site_hook "$SITE_CONFIG_DIR/root-hooks.d/10-root" 'echo "ROOT_HOOK=$(id -u) [${SITE_ASKED-}]" >>"$ENROOT_ENVIRON"' 0700
+  site_file "$SITE_CONFIG_DIR/environ.d/10.env" "HOOK_WHO=from-the-file"
+  run as_user env SITE_ASKED=yes "${SRUN[@]}" --container-image="$TEST_IMAGE" \
+    sh -c 'echo "$HOOK_WHO|$ROOT_HOOK"; echo "$HOOK_HOLDER"'
+  expect "the user's hook ran as the user with the job's environment, after the site's files" \
+    equals "$(head -1 <<<"$OUT")" "$TEST_USER yes|0 []"
+  expect "ENROOT_ROOTFS is the step's container's root, reachable by the user's hook" matches "$(tail -1 <<<"$OUT")" '^[0-9]+:[0-9]+$'
+  run as_user "${SRUN[@]}" --container-name=site-hook-join --container-image="$TEST_IMAGE" true
+  settle
+  run as_user env SITE_ASKED=again "${SRUN[@]}" --container-name=site-hook-join sh -c 'echo "$HOOK_WHO"'
+  expect "a step that joins a named container runs them too" equals "$OUT" "$TEST_USER again"
+  run runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" rm site-hook-join
+  site_reset
+}
+
+# A hook that fails or hangs fails its step with one line and leaves nothing: no container,
+# no process it started (each hook is the first process of a PID namespace of its own).
+test_failing_and_hanging_hooks_fail_the_step_and_leave_nothing() {
+  site_reset
+  site_hook "$SITE_CONFIG_DIR/hooks.d/10-license" 'echo checking >&2; echo "license server down" >&2; exit 3'
+  run as_user "${SRUN[@]}" -J site-hook-fail --container-image="$TEST_IMAGE" echo ran
+  expect_crisp_error "a failing hook" "hooks.d/10-license failed (exit status 3): license server down"
+  expect "the step did not run" lacks "$OUT" ran
+  expect "no container of the job is left" wait_until 20 no_cri_objects "$(last_job_named site-hook-fail)"
+  CRISPD_ARGS="$CRISPD_ARGS --hook-timeout 3" start_crispd
+  site_hook "$SITE_CONFIG_DIR/hooks.d/10-license" 'setsid sleep 4242.5 </dev/null >/dev/null 2>&1 &
+exec sleep 1000'
+  run as_user "${SRUN[@]}" -J site-hook-hang --container-image="$TEST_IMAGE" echo ran
+  expect_crisp_error "a hanging hook" "hooks.d/10-license did not finish within its time: tell your admin"
+  expect "no container of the job is left" wait_until 20 no_cri_objects "$(last_job_named site-hook-hang)"
+  expect "nothing the hook started runs on" wait_until 5 no_process 'sleep 4242.5'
+  start_crispd
+  site_reset
+}
+no_process() { ! pgrep -f "[${1:0:1}]${1:1}" >/dev/null; }
+
+# A user can neither add a hook nor make one run as root, nor have a file of theirs run.
+test_users_cannot_add_a_site_hook_or_run_one_as_root() {
+  site_reset
+  mkdir -p "$SITE_CONFIG_DIR/hooks.d" "$SITE_CONFIG_DIR/root-hooks.d"
+  run as_user sh -c "printf '#!/bin/sh\nid -u >/tmp/crisp-site-owned\n' >$SITE_CONFIG_DIR/root-hooks.d/10-mine"
+  expect "the user cannot write root-hooks.d" contains "$ERR" "Permission denied"
+  site_hook "$SITE_CONFIG_DIR/root-hooks.d/20-theirs" 'echo "THEIRS=$(id -u)" >>"$ENROOT_ENVIRON"'
+  chown "$TEST_USER" "$SITE_CONFIG_DIR/root-hooks.d/20-theirs"
+  site_hook "$SITE_CONFIG_DIR/hooks.d/10-env" 'echo "HOOK_PATH=$(id -u)" >>"$ENROOT_ENVIRON"'
+  local log0; log0=$(wc -l <"$LOGS/crispd.log")
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" sh -c 'echo "[${THEIRS-}] $HOOK_PATH"'
+  expect "a hook file the user owns does not run; the admin's runs with the user's ids" \
+    equals "$OUT" "[] $(id -u "$TEST_USER")"
+  expect "crispd says why it skipped the user's file" grep -q "root-hooks.d/20-theirs: skipped: not a regular file that root owns" \
+    <(crispd_log_since "$log0")
+  site_reset
+}
+
+# An enroot site's hooks.d: its own *.sh run as enroot runs them (ENROOT_ENVIRON honoured,
+# ENROOT_MOUNTS lines logged as not applied); enroot's standard hooks are crisp's work and
+# not run.
+test_enroot_hooks_run_but_its_standard_ones() {
+  site_reset
+  site_hook "$ENROOT_CONFIG_DIR/hooks.d/10-devices.sh" 'exit 1'
+  site_hook "$ENROOT_CONFIG_DIR/hooks.d/50-site.sh" 'echo "SITE_HOOK=enroot-form" >>"$ENROOT_ENVIRON"
+echo "/var/tmp /mnt/hooked none bind" >>"$ENROOT_MOUNTS"'
+  local log0; log0=$(wc -l <"$LOGS/crispd.log")
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" sh -c 'echo "$SITE_HOOK"'
+  expect "the site's enroot hook ran; enroot's standard one did not" equals "$OUT" enroot-form
+  expect "its mount lines are logged as not applied" grep -q "50-site.sh: its ENROOT_MOUNTS lines are not applied" \
+    <(crispd_log_since "$log0")
+  site_reset
+}

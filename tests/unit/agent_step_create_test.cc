@@ -163,9 +163,10 @@ TEST_F(AgentTest, AStepsLeftoverIsLookedForOnlyWhenItsNameIsTaken) {
 namespace crisp_test {
 namespace {
 
-void admin_file(const std::string& path, const std::string& text) {
+void admin_file(const std::string& path, const std::string& text, mode_t mode = 0644) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::ofstream(path) << text;
+  ASSERT_EQ(chmod(path.c_str(), mode), 0);
 }
 
 // The site's files (agent/site/) reach the step: its mounts in the container's config, its
@@ -208,6 +209,53 @@ TEST_F(AgentTest, TheSitesMountsAndVariablesReachTheStep) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error(), "the site's mount " + dir_ + "/absent (" + site +
                                  "/mounts.d/20.fstab:1) does not exist on this node: tell your admin");
+}
+
+// The site's hooks run in the started container: as the user (root-hooks.d as root, without
+// the job's environment), their variables after the site's files'; one that fails fails the
+// step, whose container is removed.
+TEST_F(AgentTest, TheSitesHooksRunForEachStepAndAFailureLeavesNothing) {
+  if (geteuid() != 0) GTEST_SKIP() << "the site's files must be root's";
+  std::string site = dir_ + "/site";
+  admin_file(site + "/environ.d/10.env", "FABRIC=eth\nKEEP=1\n");
+  admin_file(site + "/hooks.d/10-fabric", "#!/bin/sh\n", 0755);
+  admin_file(site + "/root-hooks.d/20-quota", "#!/bin/sh\n", 0700);
+  auto s = settings();
+  s.config.site_dirs = {{site, false}};
+  std::vector<crisp::SiteHookRun> runs;
+  bool fail = false;
+  s.seams.run_hook = [&](const crisp::SiteHookRun& run) -> crisp::Result<crisp::SiteHookOutput> {
+    runs.push_back(run);
+    if (fail) return crisp::fail("the site's hook " + run.path + " failed (exit status 1): no license");
+    return crisp::SiteHookOutput{run.as_user ? "FABRIC=ib\n" : "QUOTA=${USER}\n", ""};
+  };
+  Node steps(*client_, *images_, s);
+  auto req = step(60, 0);
+  req.add_job_env("USER=alice");
+  auto r = steps.create(req);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(std::vector<std::string>(r->site_env().begin(), r->site_env().end()),
+            (std::vector<std::string>{"FABRIC=eth", "KEEP=1", "FABRIC=ib", "QUOTA=${USER}"}))
+      << "the hooks' variables after the files' (so theirs win), as they wrote them";
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].path, site + "/hooks.d/10-fabric");
+  ASSERT_TRUE(runs[0].as_user.has_value());
+  EXPECT_EQ(runs[0].as_user->uid, req.uid());
+  EXPECT_EQ(runs[0].holder_pid, r->holder_pid());
+  EXPECT_FALSE(runs[1].as_user.has_value()) << "root-hooks.d runs as root";
+  auto has = [](const std::vector<std::string>& env, const std::string& kv) {
+    return std::find(env.begin(), env.end(), kv) != env.end();
+  };
+  EXPECT_TRUE(has(runs[0].env, "USER=alice")) << "a user's hook sees the job's environment";
+  EXPECT_FALSE(has(runs[1].env, "USER=alice")) << "a root hook does not: its values are the user's";
+  EXPECT_TRUE(has(runs[1].env, "SLURM_JOB_ID=60"));
+  ASSERT_TRUE(steps.release_step(60, 0).ok());
+  fail = true;
+  auto failed = steps.create(step(61, 0));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error(), "the site's hook " + site + "/hooks.d/10-fabric failed (exit status 1): no license");
+  std::lock_guard l(fake_.mu);
+  EXPECT_EQ(fake_.containers.size(), 0u) << "the failed step's container is removed";
 }
 
 }  // namespace

@@ -193,4 +193,30 @@ TEST_F(SiteDirTest, FilesOthersMayWriteAreSkipped) {
   EXPECT_TRUE(config.lines_for("").environ.empty()) << "a directory others may write is not the admin's";
 }
 
+TEST_F(SiteDirTest, HooksInNameOrderEnrootsStandardOnesLeftToCrisp) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (file owners)";
+  write("crisp/hooks.d/20-license", "#!/bin/sh\n", 0755);
+  write("crisp/hooks.d/10-fabric", "#!/bin/sh\n", 0755);
+  write("crisp/hooks.d/15-fabric.dpkg-old", "#!/bin/sh\n", 0755);  // not a run-parts name
+  write("crisp/hooks.d/30-not-executable", "#!/bin/sh\n", 0644);
+  write("crisp/hooks.d/40-users", "#!/bin/sh\n", 0755);
+  ASSERT_EQ(chown((dir_ + "/crisp/hooks.d/40-users").c_str(), 4242, 4242), 0);
+  write("crisp/root-hooks.d/10-quota", "#!/bin/sh\n", 0700);
+  write("crisp/partitions/gpu/hooks.d/10-gpu", "#!/bin/sh\n", 0755);
+  write("enroot/hooks.d/10-devices.sh", "#!/bin/bash\n", 0755);  // enroot's own: crisp does its work
+  write("enroot/hooks.d/50-site.sh", "#!/bin/bash\n", 0755);
+  write("enroot/hooks.d/60-site", "#!/bin/bash\n", 0755);  // enroot runs *.sh alone
+  crisp::SiteConfig config({{dir_ + "/enroot", true}, {dir_ + "/crisp", false}});
+  auto hooks = [this](const crisp::SiteLines& l) {
+    std::vector<std::string> out;
+    for (const auto& h : l.hooks) out.push_back(h.path.substr(dir_.size()) + (h.as_root ? " root" : ""));
+    return out;
+  };
+  EXPECT_EQ(hooks(config.lines_for("")), (std::vector<std::string>{"/enroot/hooks.d/50-site.sh", "/crisp/hooks.d/10-fabric",
+                                                                    "/crisp/hooks.d/20-license", "/crisp/root-hooks.d/10-quota root"}));
+  EXPECT_EQ(hooks(config.lines_for("gpu")).back(), "/crisp/partitions/gpu/hooks.d/10-gpu");
+  ASSERT_EQ(chmod((dir_ + "/crisp/hooks.d").c_str(), 0777), 0);
+  EXPECT_EQ(hooks(config.lines_for("")).size(), 2u) << "a directory others may write is not the admin's";
+}
+
 }  // namespace
