@@ -28,6 +28,16 @@ bool tmpfs_amount(std::string_view v, bool percent_too) {
   return all_digits(v, 1, 18);
 }
 
+Result<std::string> check_path(std::string_view entry, std::string_view what, std::string_view path) {
+  if (path.empty()) return bad(entry, std::string(what) + " is empty");
+  if (path.front() != '/') return bad(entry, std::string(what) + " '" + std::string(path) + "' is not an absolute path");
+  for (const std::string& part : split(path, '/'))
+    if (part == "..") return bad(entry, std::string(what) + " must not contain '..'");
+  return normalize_path(path);
+}
+
+}  // namespace
+
 bool tmpfs_option(std::string_view flag) {
   size_t eq = flag.find('=');
   if (eq == std::string_view::npos) return false;
@@ -38,16 +48,6 @@ bool tmpfs_option(std::string_view flag) {
   if (key == "huge") return value == "never" || value == "always" || value == "within_size" || value == "advise";
   return false;
 }
-
-Result<std::string> check_path(std::string_view entry, std::string_view what, std::string_view path) {
-  if (path.empty()) return bad(entry, std::string(what) + " is empty");
-  if (path.front() != '/') return bad(entry, std::string(what) + " '" + std::string(path) + "' is not an absolute path");
-  for (const std::string& part : split(path, '/'))
-    if (part == "..") return bad(entry, std::string(what) + " must not contain '..'");
-  return normalize_path(path);
-}
-
-}  // namespace
 
 std::string normalize_path(std::string_view path) {
   std::string out;

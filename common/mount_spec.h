@@ -27,6 +27,8 @@ Result<std::vector<MountSpec>> parse_mounts(std::string_view text);
 // A tmpfs's options as FLAGS give them ("size=1G,huge=within_size"): only
 // size, nr_inodes, mode and huge, each with a value of its form.
 Status check_tmpfs_options(std::string_view options);
+// One such option ("size=1G").
+bool tmpfs_option(std::string_view flag);
 
 // Relative sources made absolute against the job's working directory.
 MountSpec resolve_relative(MountSpec m, const std::string& workdir);

@@ -7,6 +7,11 @@
 // a PID namespace of its own: when it ends or its time is up, everything it started ends
 // with it. The two files are memfds crispd made, read back through crispd's own
 // descriptors; their size and the hook's output are bounded.
+// The holder is held by a pidfd (its pid and start time): its cgroups are taken only while
+// it is still that process, and a hook that outlives it fails, so no hook is ever pointed at
+// a process that reused its number. A root hook gets no ENROOT_ROOTFS: the root is the
+// user's, and a path through /proc/PID/root follows the user's absolute symlinks on the
+// host; it enters the container's namespaces through ENROOT_PID instead.
 #pragma once
 
 #include <chrono>
@@ -23,6 +28,7 @@ struct SiteHookRun {
   std::string path;                   // the admin's program
   std::optional<UserCreds> as_user;   // nullopt: as root
   int holder_pid = 0;
+  uint64_t holder_start = 0;          // process_start_time of the holder
   std::vector<std::string> env;       // enroot's variables are added
   std::chrono::milliseconds timeout{30000};
   bool in_container_cgroups = true;   // false: it stays in crispd's (unit tests)

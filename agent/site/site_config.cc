@@ -152,6 +152,8 @@ void SiteConfig::read_hooks(const std::string& dir, bool enroot, bool as_root, S
     if (!open_admin_file(d.get(), dir, n, st, reporter)) continue;
     if (!(st.st_mode & (as_root ? S_IXUSR : S_IXOTH)))
       report(dir + "/" + n + ": skipped: not executable by " + (as_root ? "root" : "everyone"));
+    else if (st.st_mode & (S_ISUID | S_ISGID))
+      report(dir + "/" + n + ": skipped: set-user-ID or set-group-ID (a hook runs with the ids it is given)");
     else
       out.hooks.push_back({dir + "/" + n, as_root});
   }

@@ -95,14 +95,16 @@ Result<std::optional<FstabLine>> parse_fstab_line(std::string_view line, const E
 }
 
 Result<SiteMountSpec> site_mount_of(const FstabLine& line, bool read_write_default) {
-  if (!line.type.empty() && line.type != "none" && line.type != "bind")
-    return fail("file system type " + line.type + " is not supported (bind mounts only: type none or bind)");
   SiteMountSpec m;
-  m.source = normalize_path(line.source);
+  m.tmpfs = line.type == "tmpfs";
+  if (!m.tmpfs && !line.type.empty() && line.type != "none" && line.type != "bind")
+    return fail("file system type " + line.type + " is not supported (bind mounts and tmpfs only)");
+  m.source = m.tmpfs ? "" : normalize_path(line.source);
   m.target = normalize_path(line.target);
-  m.source_from_env = line.source_from_env;
-  m.readonly = !read_write_default;
-  if (line.source.empty() || line.source.front() != '/') return fail("the source must be an absolute path: " + line.source);
+  m.source_from_env = line.source_from_env && !m.tmpfs;
+  m.readonly = !read_write_default && !m.tmpfs;
+  if (!m.tmpfs && (line.source.empty() || line.source.front() != '/'))
+    return fail("the source must be an absolute path: " + line.source);
   if (line.target.empty() || line.target.front() != '/') return fail("the target must be an absolute path: " + line.target);
   for (const std::string& p : {m.source, m.target}) {
     std::vector<std::string> parts = split(p, '/');
@@ -110,7 +112,11 @@ Result<SiteMountSpec> site_mount_of(const FstabLine& line, bool read_write_defau
     if (runtimes_tree(p)) return fail("a path in /proc, /sys or /dev, which the runtime makes in every container");
   }
   for (const std::string& o : line.options) {
-    if (o == "ro" || o == "rw") {
+    if (m.tmpfs && tmpfs_option(o)) {
+      m.tmpfs_options += (m.tmpfs_options.empty() ? "" : ",") + o;
+    } else if (m.tmpfs && (o == "ro" || o == "rw" || o == "nosuid" || o == "nodev")) {
+      continue;  // crisp's tmpfs is writable by the user, nosuid and nodev
+    } else if (o == "ro" || o == "rw") {
       m.readonly = o == "ro";
     } else if (std::ranges::find(kPropagations, o) != kPropagations.end()) {
       m.propagation = o;

@@ -33,7 +33,8 @@ struct FstabLine {
 Result<std::optional<FstabLine>> parse_fstab_line(std::string_view line, const EnvLookup& lookup);
 
 // What crisp does with such a line: a bind mount of source (absolute) at target
-// (absolute in the container). enroot's defaults are read-write; crisp's own files'
+// (absolute in the container), or a tmpfs (type tmpfs: its size=, mode=, nr_inodes= and
+// huge= kept, made the user's, nosuid and nodev). enroot's defaults are read-write; crisp's own files'
 // are read-only unless "rw". Errors name what is not supported (another file system
 // type, a relative path, "..", an unknown option, a source or target in /proc, /sys or
 // /dev, which the runtime makes: enroot's own mounts.d binds the host's there); ignored
@@ -41,6 +42,9 @@ Result<std::optional<FstabLine>> parse_fstab_line(std::string_view line, const E
 // own mount flags stay).
 struct SiteMountSpec {
   std::string source, target;
+  bool tmpfs = false;         // type tmpfs: a fresh one at target, the user's, source ignored
+  std::string tmpfs_options;  // its size=, mode=, nr_inodes=, huge=, joined by ','
+
   bool source_from_env = false;
   bool readonly = true;
   std::string propagation;  // "", "private", "rprivate", "slave", "rslave", "shared", "rshared"

@@ -24,12 +24,18 @@ Result<v1::CreateStepResponse> StepCreator::create_in_phases(const v1::CreateSte
   plan.waiter = &waiter;
   clock.begin("site");
   JobSite site = p_.site.read(req);
+  plan.job_env = site.job_env;
   if (plan.named) {
     clock.begin("join");
-    auto lock = p_.locks.lock_job(plan.scope.job_id);
-    auto joined = p_.named.join(plan.scope, req);
-    if (!joined) return joined.take_error();
-    if (*joined) return finish_join(req, **joined, site, clock);
+    std::optional<v1::CreateStepResponse> found;
+    {
+      auto lock = p_.locks.lock_job(plan.scope.job_id);
+      auto joined = p_.named.join(plan.scope, req);
+      if (!joined) return joined.take_error();
+      found = std::move(*joined);
+    }
+    // A join's hooks run without the job's lock: no one's hooks hold up another's step.
+    if (found) return finish_join(req, std::move(*found), site, clock);
   }
   clock.begin("paths");
   if (auto s = p_.site.mounts(site, plan); !s) return s.take_error();
@@ -42,7 +48,10 @@ Result<v1::CreateStepResponse> StepCreator::create_in_phases(const v1::CreateSte
   clock.begin("host");
   auto hold = hold_job(req, plan);
   if (!hold) return hold.take_error();
-  if (hold->joined) return finish_join(req, *hold->joined, site, clock);
+  if (hold->joined) {
+    hold->whole.reset();
+    return finish_join(req, std::move(*hold->joined), site, clock);
+  }
   HostArtifacts host;
   if (auto s = p_.host.prepare(req, plan, host); !s) return s.take_error();
   if (auto s = p_.image.choose_cri_image(plan); !s) return s.take_error();
@@ -53,10 +62,12 @@ Result<v1::CreateStepResponse> StepCreator::create_in_phases(const v1::CreateSte
   ContainerGuard guard(p_.containers, *id);
   if (!plan.claimed)
     if (auto s = p_.starter.start(req, plan, clock); !s) return s.take_error();
+  auto started = process_start_time(plan.pid);
+  if (!started) return fail("the step's container exited as it was made: " + started.error());
   if (!site.lines.hooks.empty()) clock.begin("hooks");
-  auto hook_env = p_.site.run_hooks(site, req, plan.pid, plan.container_id);
+  auto hook_env = p_.site.run_hooks(site, req, {plan.pid, *started, plan.container_id});
   if (!hook_env) return hook_env.take_error();
-  if (auto s = start_session(req, plan, clock); !s) return s.take_error();
+  if (auto s = start_session(req, plan, *started, clock); !s) return s.take_error();
   guard.keep();
   host.keep();
   p_.spares.want(req, plan);
@@ -97,19 +108,17 @@ bool StepCreator::remove_stale_step(const v1::CreateStepRequest& req) {
   return p_.containers.remove(*stale).count > 0;
 }
 
-Status StepCreator::start_session(const v1::CreateStepRequest& req, StepPlan& plan, PhaseClock& clock) {
+Status StepCreator::start_session(const v1::CreateStepRequest& req, StepPlan& plan, uint64_t started, PhaseClock& clock) {
   // A slurmstepd that gave up waiting (or died: its job cancelled, whose epilog
   // may already have run) will never use nor release this; a named container
   // would outlive its job.
   clock.begin("session");
   if (process_gone(req.stepd_pid()))
     return fail(ErrorKind::kCancelled, "slurmstepd " + std::to_string(req.stepd_pid()) + " exited while its container was made");
-  auto started = process_start_time(plan.pid);
-  if (!started) return fail("the step's container exited as it was made: " + started.error());
   if (auto s = p_.sessions.start(plan.container_id, plan.pid, req, plan.out); !s) return s;
-  p_.holders.keep(plan.container_id, plan.pid, *started);
+  p_.holders.keep(plan.container_id, plan.pid, started);
   plan.out.set_holder_pid(plan.pid);
-  plan.out.set_holder_start_time(*started);
+  plan.out.set_holder_start_time(started);
   plan.out.set_container_id(plan.container_id);
   return Ok{};
 }
@@ -117,7 +126,7 @@ Status StepCreator::start_session(const v1::CreateStepRequest& req, StepPlan& pl
 Result<v1::CreateStepResponse> StepCreator::finish_join(const v1::CreateStepRequest& req, v1::CreateStepResponse joined,
                                                         const JobSite& site, PhaseClock& clock) {
   if (!site.lines.hooks.empty()) clock.begin("hooks");
-  auto hook_env = p_.site.run_hooks(site, req, joined.holder_pid(), joined.container_id());
+  auto hook_env = p_.site.run_hooks(site, req, {joined.holder_pid(), joined.holder_start_time(), joined.container_id()});
   if (!hook_env) return hook_env.take_error();
   return finish(req, std::move(joined), site, *hook_env, SetupKind::kNamedJoin, clock);
 }

@@ -65,8 +65,9 @@ class StepCreator {
   // An unnamed step's leftover container of the same name (a crispd restarted mid-step, a
   // requeued job's): removed; whether there was one.
   bool remove_stale_step(const v1::CreateStepRequest& req);
-  // The container started: its session, the holder kept, the answer.
-  Status start_session(const v1::CreateStepRequest& req, StepPlan& plan, PhaseClock& clock);
+  // The container started (its holder at started, process_start_time): its session, the
+  // holder kept, the answer.
+  Status start_session(const v1::CreateStepRequest& req, StepPlan& plan, uint64_t started, PhaseClock& clock);
   // A named container joined: the site's hooks for this step too, then finish.
   Result<v1::CreateStepResponse> finish_join(const v1::CreateStepRequest& req, v1::CreateStepResponse joined,
                                              const JobSite& site, PhaseClock& clock);

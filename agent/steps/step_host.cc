@@ -38,7 +38,7 @@ Status StepHost::prepare(const v1::CreateStepRequest& req, StepPlan& plan, HostA
 // The user's sources, cloned where containerd cannot be misled, and the tmpfs mounts.
 Status StepHost::stage_mounts(const v1::CreateStepRequest& req, StepPlan& plan, HostArtifacts& host) {
   StepContainerInput& in = plan.in;
-  if (plan.user_mounts.empty() && !plan.workdir && plan.tmpfs_count == 0) return Ok{};
+  if (plan.user_mounts.empty() && !plan.workdir && plan.tmpfs_mounts.empty()) return Ok{};
   if (auto s = host.open_mount_root(settings_.dirs.mounts, plan.key); !s) return s;
   in.tmpfs_root = host.mount_root();
   for (auto& [source, mount] : plan.user_mounts) {
@@ -53,8 +53,7 @@ Status StepHost::stage_mounts(const v1::CreateStepRequest& req, StepPlan& plan, 
     if (!at) return at.take_error();
     in.workdir_source = *at;
   }
-  for (const v1::BindMount& m : req.mounts()) {
-    if (!m.tmpfs()) continue;
+  for (const v1::BindMount& m : plan.tmpfs_mounts) {
     if (auto s = check_tmpfs_options(m.tmpfs_options()); !s) return s;
     std::string options = "size=" + settings_.tmpfs_size + (m.tmpfs_options().empty() ? "" : "," + m.tmpfs_options());
     auto dir = host.make_tmpfs(req.uid(), req.gid(), options);

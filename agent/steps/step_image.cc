@@ -14,6 +14,8 @@
 #include "agent/host/squashfs_mount.h"
 #include "agent/host/squashfs_tools.h"
 #include "agent/images/enroot_config.h"
+#include "agent/site/site_files.h"
+#include "agent/steps/step_paths.h"
 #include "common/files.h"
 #include "common/strings.h"
 
@@ -87,23 +89,31 @@ Status StepImage::open_file(const v1::CreateStepRequest& req, StepPlan& plan) {
   bool acl = fgetxattr(file->fd.get(), "system.posix_acl_access", nullptr, 0) >= 0;
   struct statfs fs {};
   if (fstatfs(file->fd.get(), &fs) != 0) return fail("image file " + path + ": " + errno_text(errno));
-  ImageConfig config;
-  std::string rc;
+  std::string environment, rc, fstab;
   if (kernel_may_mount(st, acl, static_cast<int64_t>(fs.f_type), squashfs_any_owner_)) {
     auto root = mount_squashfs(file->fd.get(), path);
     if (!root) return fail("image file " + path + ": " + root.error());
-    config.env = parse_enroot_environment(read_image_file(root->get(), "/etc/environment", kImageConfigFileMax));
+    environment = read_image_file(root->get(), "/etc/environment", kImageConfigFileMax);
     rc = read_image_file(root->get(), "/etc/rc", kImageConfigFileMax);
+    fstab = read_image_file(root->get(), "/etc/fstab", kImageConfigFileMax);
     plan.image_root = std::move(*root);
   } else {
     // One a user can have made: read and extracted by unsquashfs with their ids, never parsed by the kernel.
     auto read = [&](const char* name) {
       return cat_as_user(plan.creds, file->fd.get(), name, kImageConfigFileMax, std::chrono::seconds(30));
     };
-    config.env = parse_enroot_environment(read("etc/environment"));
+    environment = read("etc/environment");
     rc = read("etc/rc");
+    fstab = read("etc/fstab");
     plan.image_to_extract = std::move(file->fd);
   }
+  if (auto s = add_image_mounts(fstab, path, plan); !s) return s;
+  ImageConfig config;
+  config.env = parse_enroot_environment(environment);
+  // enroot substitutes the job's ${NAME} in the image's /etc/environment (envsubst); here in
+  // each NAME=VALUE, so a value with a newline adds no variable.
+  if (plan.job_env)
+    for (std::string& e : config.env) e = substitute_env(e, plan.job_env);
   config.working_dir = parse_enroot_workdir(rc);
   if (req.entrypoint()) plan.file_entrypoint = parse_enroot_entrypoint(rc);
   use_config(path, config, plan);

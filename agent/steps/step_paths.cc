@@ -1,7 +1,9 @@
 #include "agent/steps/step_paths.h"
 
+#include "agent/site/site_files.h"
 #include "common/mount_spec.h"
 #include "common/passwd.h"
+#include "common/strings.h"
 
 namespace crisp {
 
@@ -13,11 +15,19 @@ v1::BindMount bind_mount(const std::string& source, const std::string& target, b
   return m;
 }
 
+v1::BindMount tmpfs_mount(const std::string& target, const std::string& options) {
+  v1::BindMount m;
+  m.set_target(target);
+  m.set_tmpfs(true);
+  m.set_tmpfs_options(options);
+  return m;
+}
+
 // The user's own paths, resolved with their credentials: what they name must be theirs to read.
 Status resolve_user_paths(const v1::CreateStepRequest& req, StepPlan& plan) {
   for (const v1::BindMount& m : req.mounts()) {
     if (m.tmpfs()) {
-      plan.tmpfs_count++;
+      plan.tmpfs_mounts.push_back(m);
       continue;
     }
     auto src = resolve_as_user(plan.creds, m.source());
@@ -46,6 +56,31 @@ Status resolve_user_paths(const v1::CreateStepRequest& req, StepPlan& plan) {
       plan.in.workdir_alias = normalize_path(req.job_workdir());
       plan.workdir = std::move(*wd);
     }
+  }
+  return Ok{};
+}
+
+Status add_image_mounts(const std::string& fstab, const std::string& image, StepPlan& plan) {
+  std::vector<std::string> lines = split(fstab, '\n');
+  size_t added = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string at = "image file " + image + ": /etc/fstab:" + std::to_string(i + 1) + ": ";
+    auto parsed = parse_fstab_line(lines[i], plan.job_env);
+    if (parsed && !*parsed) continue;
+    auto spec = parsed ? site_mount_of(**parsed, true) : Result<SiteMountSpec>(parsed.take_error());
+    if (!spec) return fail(at + spec.error());
+    if (++added > kMaxImageMounts) return fail(at + "more than " + std::to_string(kMaxImageMounts) + " mounts");
+    if (spec->tmpfs) {
+      plan.tmpfs_mounts.push_back(tmpfs_mount(spec->target, spec->tmpfs_options));
+      continue;
+    }
+    auto src = resolve_as_user(plan.creds, spec->source);
+    if (!src && src.error_kind() == ErrorKind::kNotFound && spec->optional) continue;
+    if (!src && src.error_kind() == ErrorKind::kNotFound) return fail(at + "source path does not exist: " + spec->source);
+    if (!src) return fail(at + "mount source " + src.error() + ": you must be able to reach it");
+    v1::BindMount m = bind_mount(spec->source, spec->target, spec->readonly);
+    m.set_propagation(spec->propagation);
+    plan.user_mounts.emplace_back(std::move(*src), std::move(m));
   }
   return Ok{};
 }

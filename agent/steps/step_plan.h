@@ -12,6 +12,7 @@
 #include "agent/devices/rdma_plan.h"
 #include "agent/host/user_access.h"
 #include "agent/images/pull_waiter.h"
+#include "agent/site/site_files.h"
 #include "common/image_ref.h"
 #include "crisp.pb.h"
 
@@ -25,6 +26,7 @@ struct StepPlan {
   bool named = false;
   ImageRef ref;
   UserCreds creds;
+  EnvLookup job_env;  // the job's environment, for ${NAME} in an image's files
   std::optional<std::string> home;  // from the password database, looked up once
   StepContainerInput in;
   cri::ContainerConfig config;  // built from in once it is complete, for the create, the claim and the root
@@ -33,7 +35,7 @@ struct StepPlan {
   std::vector<std::string> gpu_bdfs;
   bool driver_mounted = false;
   RdmaPlan rdma;
-  size_t tmpfs_count = 0;
+  std::vector<v1::BindMount> tmpfs_mounts;  // the user's, the site's and the image's, made by the host phase
   Fd image_root;        // a squashfs image, mounted (squashfs_mount.h); the overlay takes it over
   Fd image_to_extract;  // or one the kernel must not read, extracted as the user (squashfs_tools.h)
   std::vector<std::string> file_entrypoint;  // its /etc/rc's, to run once it is the root (--container-entrypoint)

@@ -1,13 +1,14 @@
 #include "agent/steps/step_site.h"
 
 #include <algorithm>
-#include <algorithm>
+#include <iterator>
 #include <map>
 
 #include "agent/host/admin_paths.h"
 #include "agent/site/site_files.h"
+#include "agent/steps/step_paths.h"
+#include "common/deadline.h"
 #include "common/log.h"
-#include "common/slurm_ids.h"
 #include "common/slurm_ids.h"
 #include "common/strings.h"
 
@@ -32,10 +33,23 @@ EnvLookup job_lookup(const v1::CreateStepRequest& req) {
 
 // What a hook sees besides enroot's variables: the job's environment (a root hook gets none
 // of it: its values are the user's) and the job's identity.
+// Of the job's variables, those a hook gets: not the names crispd sets (getenv takes the
+// first), nor those that would run the user's code in the admin's program (BASH_ENV, ENV,
+// the dynamic loader's).
+bool passed_to_hooks(std::string_view kv) {
+  std::string_view name = kv.substr(0, kv.find('='));
+  for (std::string_view ours : {"SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_JOB_UID", "SLURM_JOB_GID", "SLURM_JOB_USER",
+                                "CRISP_CONTAINER_ID", "BASH_ENV", "ENV"})
+    if (name == ours) return false;
+  return !name.starts_with("ENROOT_") && !name.starts_with("LD_");
+}
+
 std::vector<std::string> hook_environment(const v1::CreateStepRequest& req, const std::string& container_id, bool as_root) {
   std::vector<std::string> env;
   if (as_root) env.emplace_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-  else env.assign(req.job_env().begin(), req.job_env().begin() + std::min<int>(req.job_env_size(), kMaxJobEnv));
+  else
+    std::copy_if(req.job_env().begin(), req.job_env().begin() + std::min<int>(req.job_env_size(), kMaxJobEnv),
+                 std::back_inserter(env), passed_to_hooks);
   for (std::string kv : {"SLURM_JOB_ID=" + std::to_string(req.job_id()), "SLURM_STEP_ID=" + std::to_string(req.step_id()),
                          "SLURM_JOB_UID=" + std::to_string(req.uid()), "SLURM_JOB_GID=" + std::to_string(req.gid()),
                          "SLURM_JOB_USER=" + req.user(), "CRISP_CONTAINER_ID=" + container_id})
@@ -54,13 +68,21 @@ bool has_mount_lines(const std::string& text) {
 }  // namespace
 
 Result<std::vector<std::string>> StepSite::run_hooks(const JobSite& site, const v1::CreateStepRequest& req,
-                                                     int holder_pid, const std::string& container_id) const {
+                                                     const HookTarget& target) const {
   std::vector<std::string> env;
   size_t bytes = 0;
   // enroot formats what hooks write without substituting it.
   EnvLookup literally = [](std::string_view name) -> std::optional<std::string> { return "${" + std::string(name) + "}"; };
+  Deadline deadline(hook_timeout_);  // the step's hooks together
   for (const SiteHook& hook : site.lines.hooks) {
-    SiteHookRun run{hook.path, std::nullopt, holder_pid, hook_environment(req, container_id, hook.as_root), hook_timeout_};
+    if (deadline.remaining_ms() <= 0)
+      return fail(ErrorKind::kTimedOut, "the site's hook " + hook.path + " did not finish within its time: tell your admin");
+    SiteHookRun run{hook.path,
+                    std::nullopt,
+                    target.holder_pid,
+                    target.holder_start,
+                    hook_environment(req, target.container_id, hook.as_root),
+                    std::chrono::milliseconds(deadline.remaining_ms())};
     if (!hook.as_root)
       run.as_user = UserCreds{req.uid(), req.gid(), {req.supplementary_gids().begin(), req.supplementary_gids().end()}};
     auto out = run_hook_(run);
@@ -72,7 +94,7 @@ Result<std::vector<std::string>> StepSite::run_hooks(const JobSite& site, const 
       config_.report(hook.path + ":mounts", hook.path + ": its ENROOT_MOUNTS lines are not applied (crisp mounts what " +
                                                 "mounts.d names, read before the container is made)");
     for (std::string& kv : parse_environ_lines(out->environ, literally)) {
-      if ((bytes += kv.size()) > kMaxSiteEnvBytes)
+      if ((bytes += kv.size()) > kMaxSiteEnvBytes || env.size() >= kMaxSiteEnv)
         return fail("the site's hook " + hook.path + " gave more than 1 MiB of variables: tell your admin");
       env.push_back(std::move(kv));
     }
@@ -116,6 +138,10 @@ Status StepSite::mounts(const JobSite& site, StepPlan& plan) const {
     auto spec = site_mount_of(**parsed, line.read_write_default);
     if (!spec) {
       config_.report(line.origin + ":spec", line.origin + ": skipped: " + spec.error());
+      continue;
+    }
+    if (spec->tmpfs) {
+      plan.tmpfs_mounts.push_back(tmpfs_mount(spec->target, spec->tmpfs_options));
       continue;
     }
     if (!spec->ignored.empty())

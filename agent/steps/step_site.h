@@ -52,10 +52,15 @@ class StepSite {
   void environment(const JobSite& site, v1::CreateStepResponse& out) const;
   // The site's mounts, resolved, into plan.user_mounts (before the user's own).
   Status mounts(const JobSite& site, StepPlan& plan) const;
-  // The site's hooks for the step, in its started container (holder_pid): the variables
-  // they gave (ENROOT_ENVIRON), for the step's environment after the site's.
-  Result<std::vector<std::string>> run_hooks(const JobSite& site, const v1::CreateStepRequest& req, int holder_pid,
-                                             const std::string& container_id) const;
+  // The site's hooks for the step, in its started container, within hook_timeout together:
+  // the variables they gave (ENROOT_ENVIRON), for the step's environment after the site's.
+  struct HookTarget {
+    int holder_pid = 0;
+    uint64_t holder_start = 0;
+    std::string container_id;
+  };
+  Result<std::vector<std::string>> run_hooks(const JobSite& site, const v1::CreateStepRequest& req,
+                                             const HookTarget& target) const;
 
  private:
   SiteConfig config_;

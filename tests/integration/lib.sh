@@ -91,6 +91,15 @@ expect_crisp_error() {
   expect "$1: says '$2'" contains "$ERR" "$2"
 }
 
+# sbatch_wait SCRIPT NAME: submits SCRIPT as the test user and waits for its end; JOB is the
+# job's id, LOG its output ($WORK/NAME-JOB.out, as the script's --output names it).
+sbatch_wait() {
+  chown "$TEST_USER:" "$1"
+  run as_user timeout 120 sbatch --wait "$1"
+  JOB=$(grep -o '[0-9]*$' <<<"$OUT")
+  LOG=$(cat "$WORK/$2-$JOB.out" 2>/dev/null)
+}
+
 # wait_until SECONDS CMD...
 wait_until() {
   local secs=$1; shift

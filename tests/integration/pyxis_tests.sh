@@ -174,10 +174,8 @@ echo "script=\$0"
 echo x >> "\$0" 2>/dev/null && echo script-writable || echo script-read-only
 pwd
 JOB
-  chown "$TEST_USER:" "$WORK/job.sh"
-  run as_user timeout 120 sbatch --wait "$WORK/job.sh"
-  local job; job=$(grep -o '[0-9]*$' <<<"$OUT")
-  local log; log=$(cat "$WORK/batch-$job.out" 2>/dev/null)
+  sbatch_wait "$WORK/job.sh" batch
+  local job=$JOB log=$LOG
   expect "sbatch succeeds" equals "$RC" 0
   expect "the batch script runs in the image" contains "$log" "crisp test image (busybox)"
   expect "from slurmd's spooled copy" contains "$log" "script=/var/spool/slurmd/job"

@@ -103,19 +103,21 @@ test_enroot_configuration_directory_gives_what_enroot_would() {
 site_hook() { mkdir -p "$(dirname "$1")" && printf '#!/bin/sh\n%s\n' "$2" >"$1" && chmod "${3:-0755}" "$1"; }
 
 # The admin's hooks run for each step in its started container: hooks.d as the user, with
-# enroot's variables and the job's environment; root-hooks.d as root; what they append to
+# enroot's variables and the job's environment, in the container's cgroups; root-hooks.d as
+# root; what they append to
 # ENROOT_ENVIRON is in the step's environment; a joined named container's step runs them too.
 test_site_hooks_run_as_the_user_with_enroots_variables() {
   site_reset
   site_hook "$SITE_CONFIG_DIR/hooks.d/10-who" \
     'echo "HOOK_WHO=$(id -un) $SITE_ASKED" >>"$ENROOT_ENVIRON"
-test -r "$ENROOT_ROOTFS/etc/passwd" && echo "HOOK_HOLDER=$SLURM_JOB_ID:$ENROOT_PID" >>"$ENROOT_ENVIRON"'
+test -r "$ENROOT_ROOTFS/etc/passwd" && echo "HOOK_HOLDER=$SLURM_JOB_ID:$ENROOT_PID" >>"$ENROOT_ENVIRON"
+[ "$(cat /proc/self/cgroup)" = "$(cat "/proc/$ENROOT_PID/cgroup")" ] && echo "HOOK_CGROUPS=the-containers" >>"$ENROOT_ENVIRON"'
   site_hook "$SITE_CONFIG_DIR/root-hooks.d/10-root" 'echo "ROOT_HOOK=$(id -u) [${SITE_ASKED-}]" >>"$ENROOT_ENVIRON"' 0700
   site_file "$SITE_CONFIG_DIR/environ.d/10.env" "HOOK_WHO=from-the-file"
   run as_user env SITE_ASKED=yes "${SRUN[@]}" --container-image="$TEST_IMAGE" \
-    sh -c 'echo "$HOOK_WHO|$ROOT_HOOK"; echo "$HOOK_HOLDER"'
+    sh -c 'echo "$HOOK_WHO|$ROOT_HOOK|$HOOK_CGROUPS"; echo "$HOOK_HOLDER"'
   expect "the user's hook ran as the user with the job's environment, after the site's files" \
-    equals "$(head -1 <<<"$OUT")" "$TEST_USER yes|0 []"
+    equals "$(head -1 <<<"$OUT")" "$TEST_USER yes|0 []|the-containers"
   expect "ENROOT_ROOTFS is the step's container's root, reachable by the user's hook" matches "$(tail -1 <<<"$OUT")" '^[0-9]+:[0-9]+$'
   run as_user "${SRUN[@]}" --container-name=site-hook-join --container-image="$TEST_IMAGE" true
   settle
@@ -177,5 +179,47 @@ echo "/var/tmp /mnt/hooked none bind" >>"$ENROOT_MOUNTS"'
   expect "the site's enroot hook ran; enroot's standard one did not" equals "$OUT" enroot-form
   expect "its mount lines are logged as not applied" grep -q "50-site.sh: its ENROOT_MOUNTS lines are not applied" \
     <(crispd_log_since "$log0")
+  site_reset
+}
+
+# slurm_client_image: a squashfs image carrying this node's Slurm client (srun, libslurm and
+# Slurm's plugins, their libraries) over busybox, as a site's image with Slurm in it would.
+SLURM_CLIENT_SQSH=$STATE/slurm-client.sqsh
+slurm_client_image() {
+  [[ -s $SLURM_CLIENT_SQSH && $SLURM_CLIENT_SQSH -nt /usr/bin/srun ]] && return 0
+  local root; root=$(mktemp -d)
+  mkdir -p "$root/bin" "$root/etc" "$root/tmp" && chmod 1777 "$root/tmp" && cp /bin/busybox "$root/bin/"
+  for tool in sh cat hostname env id; do ln -s busybox "$root/bin/$tool"; done
+  local plugins=/usr/lib/x86_64-linux-gnu/slurm-wlm f
+  { echo /usr/bin/srun; echo /usr/bin/scontrol; find "$plugins" -name '*.so'; } | while read -r f; do
+    echo "$f"; ldd "$f" 2>/dev/null | grep -o '/[^ ]*'
+  done | sort -u | while read -r f; do
+    mkdir -p "$root$(dirname "$f")" && cp -L "$f" "$root$f"
+  done
+  mksquashfs "$root" "$SLURM_CLIENT_SQSH" -all-root -noappend -quiet >/dev/null && chmod 0644 "$SLURM_CLIENT_SQSH"
+  rm -rf "$root"
+}
+
+# srun inside a containerized batch script (Pyxis #31): with the site's mounts of Slurm's
+# configuration and munge's socket and an image that carries Slurm's client, the script's
+# srun starts a step, which runs in the image too (the script's --container-image is its
+# steps' as well).
+test_srun_inside_a_containerized_batch_script() {
+  site_reset
+  slurm_client_image
+  site_file "$SITE_CONFIG_DIR/mounts.d/10-slurm.fstab" "/etc/slurm /etc/slurm none x-create=dir,bind,ro" \
+    "/run/munge /run/munge none x-create=dir,bind"
+  cat >"$WORK/inner.sh" <<JOB
+#!/bin/sh
+#SBATCH --container-image=$SLURM_CLIENT_SQSH
+#SBATCH --output=$WORK/inner-%j.out
+#SBATCH -N1 -n2
+srun -n2 sh -c 'echo "step \$SLURM_STEP_ID task \$SLURM_PROCID"; test -x /usr/bin/srun && echo image-has-srun'
+JOB
+  sbatch_wait "$WORK/inner.sh" inner
+  expect "sbatch succeeds" equals "$RC" 0
+  expect "the script's srun ran a step of two tasks" equals "$(grep -c '^step 0 task [01]$' <<<"$LOG")" 2
+  expect "... in the image" equals "$(grep -c image-has-srun <<<"$LOG")" 2
+  expect "nothing left after it" wait_until 20 no_cri_objects "$JOB"
   site_reset
 }

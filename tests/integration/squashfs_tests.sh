@@ -206,3 +206,34 @@ test_squashfs_entrypoint_runs_as_the_registry_images() {
   expect_crisp_error "a failing entrypoint in a file" "exited before it ran the holder (it must end with exec"
   expect "its output explains why" contains "$ERR" "its output ends: setup failed"
 }
+
+# An enroot image's /etc/fstab and /etc/environment (enroot's doc/image-format.md): the job's
+# ${NAME} substituted, bind mounts resolved as the user's own, tmpfs lines, nofail; the image
+# mounts nothing its user could not, and a line crisp cannot apply is one line.
+test_squashfs_image_fstab_and_environment_take_the_jobs_values() {
+  local src=$WORK/fstab-image
+  rm -rf "$src" && mkdir -p "$src/bin" "$src/etc" && cp /bin/busybox "$src/bin/"
+  printf '%s\n' 'DATA_DIR=${CRISP_DATA}/sub' 'SAY=hello ${CRISP_WHO}' >"$src/etc/environment"
+  printf '%s\n' '# the image'"'"'s mounts' '${CRISP_DATA} /data none x-create=dir,bind,ro' \
+    'tmpfs /scratch tmpfs x-create=dir,size=16m,mode=1777' '/nonexistent-crisp /never none bind,nofail' >"$src/etc/fstab"
+  mksquashfs "$src" "$WORK/fstab.sqsh" -all-root -noappend -quiet >/dev/null && chmod 0644 "$WORK/fstab.sqsh"
+  cp "$WORK/fstab.sqsh" "$WORK/fstab-mine.sqsh" && chown "$TEST_USER:" "$WORK/fstab-mine.sqsh"
+  local image
+  for image in fstab.sqsh fstab-mine.sqsh; do
+    run as_user env CRISP_DATA=/var/tmp/crisp-it/ro CRISP_WHO=you "${SRUN[@]}" --container-image="./$image" /bin/busybox sh -c \
+      'echo "$DATA_DIR|$SAY"; cat /data/file; /bin/busybox stat -f -c %T /scratch; ls /never 2>&1 | wc -l; touch /data/x 2>&1'
+    expect "$image: its variables take the job's values" equals "$(sed -n 1p <<<"$OUT")" "/var/tmp/crisp-it/ro/sub|hello you"
+    expect "$image: its bind mount of \${CRISP_DATA}, read-only as its line says" equals "$(sed -n 2p <<<"$OUT")" read-only-data
+    expect "$image: its tmpfs" equals "$(sed -n 3p <<<"$OUT")" tmpfs
+    expect "$image: ... and read-only" contains "$OUT" "Read-only file system"
+  done
+  printf '%s\n' '/var/tmp/crisp-it/secret/file /secret-file none bind' >"$src/etc/fstab"
+  mksquashfs "$src" "$WORK/fstab-secret.sqsh" -all-root -noappend -quiet >/dev/null && chmod 0644 "$WORK/fstab-secret.sqsh"
+  run as_user "${SRUN[@]}" --container-image=./fstab-secret.sqsh /bin/busybox cat /secret-file
+  expect_crisp_error "an image naming what its user cannot reach" "/etc/fstab:1: mount source"
+  expect "... gives nothing of it" lacks "$OUT" top-secret
+  printf '%s\n' 'proc /p proc defaults' >"$src/etc/fstab"
+  mksquashfs "$src" "$WORK/fstab-proc.sqsh" -all-root -noappend -quiet >/dev/null && chmod 0644 "$WORK/fstab-proc.sqsh"
+  run as_user "${SRUN[@]}" --container-image=./fstab-proc.sqsh /bin/busybox true
+  expect_crisp_error "a line crisp cannot apply" "/etc/fstab:1: file system type proc is not supported"
+}

@@ -232,6 +232,8 @@ TEST_F(AgentTest, TheSitesHooksRunForEachStepAndAFailureLeavesNothing) {
   Node steps(*client_, *images_, s);
   auto req = step(60, 0);
   req.add_job_env("USER=alice");
+  req.add_job_env("SLURM_JOB_USER=root");  // a user's claim to be another
+  req.add_job_env("LD_PRELOAD=/home/alice/evil.so");
   auto r = steps.create(req);
   ASSERT_TRUE(r.ok()) << r.error();
   EXPECT_EQ(std::vector<std::string>(r->site_env().begin(), r->site_env().end()),
@@ -242,6 +244,7 @@ TEST_F(AgentTest, TheSitesHooksRunForEachStepAndAFailureLeavesNothing) {
   ASSERT_TRUE(runs[0].as_user.has_value());
   EXPECT_EQ(runs[0].as_user->uid, req.uid());
   EXPECT_EQ(runs[0].holder_pid, r->holder_pid());
+  EXPECT_EQ(runs[0].holder_start, r->holder_start_time()) << "the holder itself, never a pid's reuse";
   EXPECT_FALSE(runs[1].as_user.has_value()) << "root-hooks.d runs as root";
   auto has = [](const std::vector<std::string>& env, const std::string& kv) {
     return std::find(env.begin(), env.end(), kv) != env.end();
@@ -249,6 +252,8 @@ TEST_F(AgentTest, TheSitesHooksRunForEachStepAndAFailureLeavesNothing) {
   EXPECT_TRUE(has(runs[0].env, "USER=alice")) << "a user's hook sees the job's environment";
   EXPECT_FALSE(has(runs[1].env, "USER=alice")) << "a root hook does not: its values are the user's";
   EXPECT_TRUE(has(runs[1].env, "SLURM_JOB_ID=60"));
+  EXPECT_FALSE(has(runs[0].env, "SLURM_JOB_USER=root")) << "crispd's identity variables are the only ones";
+  EXPECT_FALSE(has(runs[0].env, "LD_PRELOAD=/home/alice/evil.so")) << "no user code in the admin's program";
   ASSERT_TRUE(steps.release_step(60, 0).ok());
   fail = true;
   auto failed = steps.create(step(61, 0));

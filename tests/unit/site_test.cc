@@ -77,9 +77,21 @@ TEST(SiteFiles, MountsAreBindMountsReadOnlyUnlessTheFileIsEnroots) {
   EXPECT_TRUE(crisp::site_mount_of(line("/a /b none bind,ro,nofail"), true)->readonly);
   EXPECT_TRUE(crisp::site_mount_of(line("/a /b none bind,ro,nofail"), true)->optional);
   EXPECT_FALSE(crisp::site_mount_of(line("/a /b none rw"), false)->readonly);
-  for (const char* bad : {"server:/x /x nfs defaults", "tmpfs /tmp tmpfs size=1g", "rel /x", "/x rel",
-                          "/a/../etc /x", "/x /a/../b", "/a /b none bind,uid=0"})
+  for (const char* bad : {"server:/x /x nfs defaults", "tmpfs /tmp tmpfs uid=0", "rel /x", "/x rel", "/a/../etc /x",
+                          "/x /a/../b", "/a /b none bind,uid=0", "tmpfs /dev/shm tmpfs size=1g"})
     EXPECT_FALSE(crisp::site_mount_of(line(bad), false).ok()) << bad;
+}
+
+TEST(SiteFiles, TmpfsLinesKeepTheOptionsATmpfsTakes) {
+  auto env = lookup_in({{"SIZE", "2g"}});
+  auto tmp = crisp::site_mount_of(**crisp::parse_fstab_line("tmpfs /scratch tmpfs x-create=dir,size=${SIZE},mode=1777,nosuid,rw", env), false);
+  ASSERT_TRUE(tmp.ok()) << tmp.error();
+  EXPECT_TRUE(tmp->tmpfs);
+  EXPECT_EQ(tmp->target, "/scratch");
+  EXPECT_EQ(tmp->source, "") << "a tmpfs has no source to open";
+  EXPECT_EQ(tmp->tmpfs_options, "size=2g,mode=1777");
+  EXPECT_FALSE(tmp->readonly);
+  EXPECT_FALSE(tmp->source_from_env);
 }
 
 TEST(SiteFiles, SubstitutesNamesInsideWhatIsNoName) {
