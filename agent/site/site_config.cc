@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "agent/host/admin_paths.h"
+#include "agent/site/enroot_conf.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "common/strings.h"
@@ -165,10 +166,16 @@ void SiteConfig::report_unread(const std::string& dir) const {
     if (built_in_enroot_hook(name))
       report(dir + "/hooks.d/" + name + ": not run: crisp does this standard hook's work itself (the admin guide's " +
              "\"Migrating a Pyxis+enroot site\")");
+  Reporter reporter = [this](const std::string& p) { report(p); };
+  std::string conf = dir + "/enroot.conf";
+  Fd d = admin_dir(dir, reporter);
   struct stat st {};
-  if (stat((dir + "/enroot.conf").c_str(), &st) == 0)
-    report(dir + "/enroot.conf: not read: crisp's own defaults apply (the admin guide's \"Migrating a Pyxis+enroot " +
-           "site\" compares them)");
+  if (!d || fstatat(d.get(), "enroot.conf", &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  Fd file = open_admin_file(d.get(), dir, "enroot.conf", st, reporter);
+  auto text = file ? read_up_to(file.get(), kMaxSiteFileBytes) : Result<std::string>("");
+  if (!text) report(conf + ": skipped: " + text.error());
+  for (const auto& [name, value] : parse_enroot_conf(text ? *text : ""))
+    report(conf + ":" + name, conf + ": " + name + " " + value + ": " + crisp_meaning_of(name));
 }
 
 SiteLines SiteConfig::lines_for(const std::string& partition) const {

@@ -168,13 +168,19 @@ test_users_cannot_add_a_site_hook_or_run_one_as_root() {
 
 # An enroot site's hooks.d: its own *.sh run as enroot runs them (ENROOT_ENVIRON honoured,
 # ENROOT_MOUNTS lines logged as not applied); enroot's standard hooks are crisp's work and
-# not run.
+# not run; crispd says at start what it does instead of each enroot.conf setting and hook.
 test_enroot_hooks_run_but_its_standard_ones() {
   site_reset
   site_hook "$ENROOT_CONFIG_DIR/hooks.d/10-devices.sh" 'exit 1'
   site_hook "$ENROOT_CONFIG_DIR/hooks.d/50-site.sh" 'echo "SITE_HOOK=enroot-form" >>"$ENROOT_ENVIRON"
 echo "/var/tmp /mnt/hooked none bind" >>"$ENROOT_MOUNTS"'
+  site_file "$ENROOT_CONFIG_DIR/enroot.conf" "#ENROOT_LIBRARY_PATH /usr/lib/enroot" "ENROOT_ALLOW_HTTP yes"
   local log0; log0=$(wc -l <"$LOGS/crispd.log")
+  start_crispd
+  expect "crispd says what of enroot.conf it does instead" grep -q "enroot.conf: ENROOT_ALLOW_HTTP yes: a plain-HTTP registry" \
+    <(crispd_log_since "$log0")
+  expect "... and which standard hook it does not run" grep -q "hooks.d/10-devices.sh: not run: crisp does this standard hook's work" \
+    <(crispd_log_since "$log0")
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" sh -c 'echo "$SITE_HOOK"'
   expect "the site's enroot hook ran; enroot's standard one did not" equals "$OUT" enroot-form
   expect "its mount lines are logged as not applied" grep -q "50-site.sh: its ENROOT_MOUNTS lines are not applied" \

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "agent/host/admin_paths.h"
+#include "agent/site/enroot_conf.h"
 #include "agent/site/site_config.h"
 #include "agent/site/site_files.h"
 #include "tests/unit/test_dir.h"
@@ -121,6 +122,22 @@ TEST(SiteFiles, EnvironLinesAsEnvfmtLeavesThem) {
   std::string many;
   for (int i = 0; i < 10000; ++i) many += "V" + std::to_string(i) + "=1\n";
   EXPECT_EQ(crisp::parse_environ_lines(many, env).size(), crisp::kMaxSiteEnv) << "bounded";
+}
+
+TEST(SiteFiles, EnrootConfSettingsAndWhatCrispDoesInstead) {
+  auto settings = crisp::parse_enroot_conf(
+      "#ENROOT_LIBRARY_PATH        /usr/lib/enroot\n  ENROOT_MOUNT_HOME   yes\r\n\nENROOT_ALLOW_HTTP\tyes\n"
+      "ENROOT_SQUASH_OPTIONS -comp lz4 -noD\nPATH /bin\nENROOT_EMPTY\n");
+  EXPECT_EQ(settings, (std::vector<std::pair<std::string, std::string>>{{"ENROOT_MOUNT_HOME", "yes"},
+                                                                        {"ENROOT_ALLOW_HTTP", "yes"},
+                                                                        {"ENROOT_SQUASH_OPTIONS", "-comp lz4 -noD"},
+                                                                        {"ENROOT_EMPTY", ""}}));
+  EXPECT_NE(crisp::crisp_meaning_of("ENROOT_ALLOW_HTTP").find("hosts.toml"), std::string::npos);
+  EXPECT_NE(crisp::crisp_meaning_of("ENROOT_MOUNT_HOME").find("--container-mount-home"), std::string::npos);
+  EXPECT_NE(crisp::crisp_meaning_of("ENROOT_DATA_PATH").find("not used"), std::string::npos);
+  std::string many;
+  for (int i = 0; i < 1000; ++i) many += "ENROOT_X" + std::to_string(i) + " 1\n";
+  EXPECT_EQ(crisp::parse_enroot_conf(many).size(), crisp::kMaxEnrootSettings) << "bounded";
 }
 
 // A directory tree of the test's, as root (the unit tests run as root in dev/test.sh).
