@@ -1,7 +1,7 @@
 // NodeUnits: every unit of crispd's, made in dependency order (each member uses only those
 // above it) from the node's configuration and the seams the fake CRI's tests replace. The
 // arrows, top to bottom:
-//   StepCreator -> NamedContainers, SpareContainers, StepImage, StepDevices, StepHost
+//   StepCreator -> NamedContainers, SpareContainers, StepImage, StepDevices, StepHost, StepSite
 //   SpareContainers -> ContainerStarter, Containers, UserSandboxes, Holders, SparePool, ClaimBook
 //   NamedContainers -> ContainerStarter, Containers, StepSessions
 //   StepEnds -> Containers, StepSessions, JobLocks
