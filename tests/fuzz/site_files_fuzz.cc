@@ -1,5 +1,6 @@
-// The site's files (admin's) with values the user's job environment substitutes: a
-// fstab line and an environ.d file, each part of the input, the last the value of every ${NAME}.
+// The site's files (admin's) with values the user's job environment substitutes, and an
+// image's /etc/fstab (the user's own): a fstab line (bind or tmpfs) and an environ.d file,
+// each part of the input, the last the value of every ${NAME}.
 #include "agent/site/site_files.h"
 #include "tests/fuzz/fuzz_input.h"
 
