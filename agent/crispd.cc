@@ -65,6 +65,7 @@ struct Flags {
   std::string claims_dir = "/run/crisp/claims";
   std::string site_config = "/etc/crisp";
   std::string enroot_config;
+  bool enroot_user_config = false;
   int pull_stall_timeout = 60;
   int parallel_tasks = 0;
   std::string metrics_address = "127.0.0.1:9474";
@@ -102,7 +103,10 @@ void add_runtime_flags(CLI::App& app, Flags& f) {
   app.add_option("--enroot-config", f.enroot_config,
                  "an enroot configuration directory whose mounts.d, environ.d and hooks.d every container gets, as "
                  "enroot would give them (/etc/enroot; empty: none)");
-  app.add_option("--hook-timeout", f.hook_timeout, "seconds each of the site's hooks may take")->capture_default_str();
+  app.add_option("--hook-timeout", f.hook_timeout, "seconds a step's site hooks may take together")->capture_default_str();
+  app.add_flag("--enroot-user-config", f.enroot_user_config,
+               "with --enroot-config, each user's own enroot configuration too ($ENROOT_CONFIG_PATH: mounts.d, "
+               "environ.d, hooks.d), read with their rights (a look of 10-40 ms at each step)");
   app.add_option("--claims-dir", f.claims_dir, "where crispd records which step claimed a spare")->capture_default_str();
   app.add_option("--sandbox-grace", f.sandbox_grace, "seconds a user's empty sandbox is kept for their next job")
       ->capture_default_str();
@@ -214,7 +218,7 @@ crisp::NodeConfig node_config(const Flags& f, crisp::SquashfsBounds squashfs) {
   c.claims_dir = f.claims_dir;
   // enroot's first: where both set a variable, crisp's own files win.
   c.hook_timeout = std::chrono::seconds(f.hook_timeout);
-  if (!f.enroot_config.empty()) c.site_dirs.push_back({f.enroot_config, true});
+  if (!f.enroot_config.empty()) c.site_dirs.push_back({f.enroot_config, true, f.enroot_user_config});
   if (!f.site_config.empty()) c.site_dirs.push_back({f.site_config, false});
   c.imports_per_node = f.max_imports;
   c.squashfs = squashfs;

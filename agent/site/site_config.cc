@@ -112,6 +112,10 @@ bool SiteConfig::has_partitions() const {
                      [&](const SiteDir& d) { return !d.enroot && stat((d.path + "/partitions").c_str(), &st) == 0; });
 }
 
+bool SiteConfig::reads_users() const {
+  return std::any_of(dirs_.begin(), dirs_.end(), [](const SiteDir& d) { return d.enroot && d.users; });
+}
+
 void SiteConfig::report(const std::string& key, const std::string& message) const {
   {
     std::lock_guard lock(mu_);

@@ -23,6 +23,7 @@ namespace crisp {
 struct SiteDir {
   std::string path;
   bool enroot = false;  // enroot's defaults (mounts read-write), no partitions/
+  bool users = false;   // enroot's: each user's own configuration too (user_site_dir.h)
 };
 
 // A line of a site file and where it is ("/etc/crisp/mounts.d/10-fs.fstab:3").
@@ -30,9 +31,11 @@ struct SiteLine {
   std::string origin;
   std::string text;
   bool read_write_default = false;
+  bool users = false;  // from the user's own enroot configuration (user_site_dir.h)
 };
 
-// A program the admin gives every new container (agent/steps/step_hooks.h runs it).
+// A program the admin (or the user, in their enroot configuration) gives every new
+// container (agent/steps/step_site.h runs it).
 struct SiteHook {
   std::string path;
   bool as_root = false;
@@ -62,6 +65,8 @@ class SiteConfig {
 
   // Whether any directory has partitions/ (then a job's partition is asked for).
   bool has_partitions() const;
+  // Whether each user's own enroot configuration is read too (user_site_dir.h).
+  bool reads_users() const;
   SiteLines lines_for(const std::string& partition) const;
   // A problem with a site file, logged the first time its key is seen: keys name the file,
   // line and kind of problem, never a value a user gave, so no user can fill the set or

@@ -23,7 +23,9 @@ Result<v1::CreateStepResponse> StepCreator::create_in_phases(const v1::CreateSte
   StepPlan plan = StepPlan::of(req);
   plan.waiter = &waiter;
   clock.begin("site");
-  JobSite site = p_.site.read(req);
+  auto read = p_.site.read(req);
+  if (!read) return read.take_error();
+  JobSite site = std::move(*read);
   plan.job_env = site.job_env;
   if (plan.named) {
     clock.begin("join");

@@ -60,28 +60,32 @@ Status resolve_user_paths(const v1::CreateStepRequest& req, StepPlan& plan) {
   return Ok{};
 }
 
+Status add_user_fstab_line(const std::string& at, std::string_view line, StepPlan& plan, size_t& added) {
+  auto parsed = parse_fstab_line(line, plan.job_env);
+  if (parsed && !*parsed) return Ok{};
+  auto spec = parsed ? site_mount_of(**parsed, true) : Result<SiteMountSpec>(parsed.take_error());
+  if (!spec) return fail(at + spec.error());
+  if (++added > kMaxUserFstabMounts) return fail(at + "more than " + std::to_string(kMaxUserFstabMounts) + " mounts");
+  if (spec->tmpfs) {
+    plan.tmpfs_mounts.push_back(tmpfs_mount(spec->target, spec->tmpfs_options));
+    return Ok{};
+  }
+  auto src = resolve_as_user(plan.creds, spec->source);
+  if (!src && src.error_kind() == ErrorKind::kNotFound && spec->optional) return Ok{};
+  if (!src && src.error_kind() == ErrorKind::kNotFound) return fail(at + "source path does not exist: " + spec->source);
+  if (!src) return fail(at + "mount source " + src.error() + ": you must be able to reach it");
+  v1::BindMount m = bind_mount(spec->source, spec->target, spec->readonly);
+  m.set_propagation(spec->propagation);
+  plan.user_mounts.emplace_back(std::move(*src), std::move(m));
+  return Ok{};
+}
+
 Status add_image_mounts(const std::string& fstab, const std::string& image, StepPlan& plan) {
   std::vector<std::string> lines = split(fstab, '\n');
   size_t added = 0;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    std::string at = "image file " + image + ": /etc/fstab:" + std::to_string(i + 1) + ": ";
-    auto parsed = parse_fstab_line(lines[i], plan.job_env);
-    if (parsed && !*parsed) continue;
-    auto spec = parsed ? site_mount_of(**parsed, true) : Result<SiteMountSpec>(parsed.take_error());
-    if (!spec) return fail(at + spec.error());
-    if (++added > kMaxImageMounts) return fail(at + "more than " + std::to_string(kMaxImageMounts) + " mounts");
-    if (spec->tmpfs) {
-      plan.tmpfs_mounts.push_back(tmpfs_mount(spec->target, spec->tmpfs_options));
-      continue;
-    }
-    auto src = resolve_as_user(plan.creds, spec->source);
-    if (!src && src.error_kind() == ErrorKind::kNotFound && spec->optional) continue;
-    if (!src && src.error_kind() == ErrorKind::kNotFound) return fail(at + "source path does not exist: " + spec->source);
-    if (!src) return fail(at + "mount source " + src.error() + ": you must be able to reach it");
-    v1::BindMount m = bind_mount(spec->source, spec->target, spec->readonly);
-    m.set_propagation(spec->propagation);
-    plan.user_mounts.emplace_back(std::move(*src), std::move(m));
-  }
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (auto s = add_user_fstab_line("image file " + image + ": /etc/fstab:" + std::to_string(i + 1) + ": ", lines[i], plan, added); !s)
+      return s;
   return Ok{};
 }
 

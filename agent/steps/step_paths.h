@@ -3,6 +3,8 @@
 // Calls: agent/host/user_access.h.
 #pragma once
 
+#include <string_view>
+
 #include "agent/steps/step_plan.h"
 
 namespace crisp {
@@ -14,11 +16,15 @@ v1::BindMount tmpfs_mount(const std::string& target, const std::string& options)
 
 Status resolve_user_paths(const v1::CreateStepRequest& req, StepPlan& plan);
 
-// An enroot image's /etc/fstab (enroot's doc/image-format.md; the job's ${NAME} substituted):
-// its bind mounts, read-write unless "ro", with sources resolved as the user's own mounts are
-// (the image is theirs: it gets nothing they could not mount themselves), and its tmpfs
-// mounts. A missing source fails the step unless "nofail"; so does a line crisp cannot apply.
-inline constexpr size_t kMaxImageMounts = 128;
+// One fstab line of the user's own (an image's /etc/fstab, their enroot configuration's
+// mounts.d; the job's ${NAME} substituted), its place in messages "at" ("FILE:LINE: "): a bind
+// mount, read-write unless "ro", with its source resolved as the user's own mounts are (it is
+// theirs: it gets nothing they could not mount themselves), or a tmpfs. A missing source fails
+// the step unless "nofail"; so does a line crisp cannot apply. added counts the mounts the
+// user's lines made (at most kMaxUserFstabMounts).
+inline constexpr size_t kMaxUserFstabMounts = 128;
+Status add_user_fstab_line(const std::string& at, std::string_view line, StepPlan& plan, size_t& added);
+// An enroot image's /etc/fstab (enroot's doc/image-format.md), each line as above.
 Status add_image_mounts(const std::string& fstab, const std::string& image, StepPlan& plan);
 
 }  // namespace crisp

@@ -6,6 +6,7 @@
 
 #include "agent/host/admin_paths.h"
 #include "agent/site/site_files.h"
+#include "agent/site/user_site_dir.h"
 #include "agent/steps/step_paths.h"
 #include "common/deadline.h"
 #include "common/log.h"
@@ -29,6 +30,10 @@ EnvLookup job_lookup(const v1::CreateStepRequest& req) {
     if (it == env->end()) return std::nullopt;
     return it->second;
   };
+}
+
+UserCreds creds_of(const v1::CreateStepRequest& req) {
+  return {req.uid(), req.gid(), {req.supplementary_gids().begin(), req.supplementary_gids().end()}};
 }
 
 // What a hook sees besides enroot's variables: the job's environment (a root hook gets none
@@ -83,8 +88,7 @@ Result<std::vector<std::string>> StepSite::run_hooks(const JobSite& site, const 
                     target.holder_start,
                     hook_environment(req, target.container_id, hook.as_root),
                     std::chrono::milliseconds(deadline.remaining_ms())};
-    if (!hook.as_root)
-      run.as_user = UserCreds{req.uid(), req.gid(), {req.supplementary_gids().begin(), req.supplementary_gids().end()}};
+    if (!hook.as_root) run.as_user = creds_of(req);
     auto out = run_hook_(run);
     if (!out) {
       log_warn(slurm::step_text(req.job_id(), req.step_id()) + ": " + out.error());
@@ -102,14 +106,18 @@ Result<std::vector<std::string>> StepSite::run_hooks(const JobSite& site, const 
   return env;
 }
 
-JobSite StepSite::read(const v1::CreateStepRequest& req) const {
+Result<JobSite> StepSite::read(const v1::CreateStepRequest& req) const {
   std::string partition;
   if (partition_ && config_.has_partitions()) {
     auto p = partition_(req.job_id());
     if (p) partition = *p;
     else config_.report("partition", "jobs' partitions' files (partitions/) left out while slurmctld cannot say: " + p.error());
   }
-  return {config_.lines_for(partition), job_lookup(req)};
+  JobSite site{config_.lines_for(partition), job_lookup(req)};
+  if (!config_.reads_users()) return site;
+  if (auto dir = user_enroot_dir(site.job_env))
+    if (auto s = read_user_enroot_dir(creds_of(req), *dir, site.lines); !s) return s.take_error();
+  return site;
 }
 
 void StepSite::environment(const JobSite& site, v1::CreateStepResponse& out) const {
@@ -128,7 +136,12 @@ void StepSite::environment(const JobSite& site, v1::CreateStepResponse& out) con
 }
 
 Status StepSite::mounts(const JobSite& site, StepPlan& plan) const {
+  size_t users_mounts = 0;
   for (const SiteLine& line : site.lines.mounts) {
+    if (line.users) {
+      if (auto s = add_user_fstab_line(line.origin + ": ", line.text, plan, users_mounts); !s) return s;
+      continue;
+    }
     auto parsed = parse_fstab_line(line.text, site.job_env);
     if (!parsed) {
       config_.report(line.origin + ":line", line.origin + ": skipped: " + parsed.error());

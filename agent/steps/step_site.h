@@ -46,8 +46,10 @@ class StepSite {
       : config_(std::move(dirs)), partition_(std::move(partition)), hook_timeout_(hook_timeout),
         run_hook_(std::move(run_hook)) {}
 
-  // The job's lines (its partition's included), read now, and its environment.
-  JobSite read(const v1::CreateStepRequest& req) const;
+  // The job's lines (its partition's included, then the user's own enroot configuration's
+  // where crispd is told to read it), read now, and its environment. An error: one in the user's
+  // files, for the step to fail with.
+  Result<JobSite> read(const v1::CreateStepRequest& req) const;
   // The site's variables, substituted, into out.site_env.
   void environment(const JobSite& site, v1::CreateStepResponse& out) const;
   // The site's mounts, resolved, into plan.user_mounts (before the user's own).

@@ -229,3 +229,30 @@ JOB
   expect "nothing left after it" wait_until 20 no_cri_objects "$JOB"
   site_reset
 }
+
+# A user's own enroot configuration (~/.config/enroot, or $ENROOT_CONFIG_PATH; crispd
+# --enroot-user-config): its mounts.d,
+# environ.d and hooks.d reach their containers after the site's, read and resolved with their
+# rights; it cannot name what they could not reach, and a bad line is one line.
+test_users_own_enroot_configuration_applies_to_them_alone() {
+  site_reset
+  CRISPD_ARGS="$CRISPD_ARGS --enroot-user-config" start_crispd
+  site_file "$SITE_CONFIG_DIR/environ.d/10.env" "WHO_WINS=site"
+  local conf=/home/$TEST_USER/.config/enroot
+  as_user sh -c "mkdir -p $conf/mounts.d $conf/environ.d $conf/hooks.d $WORK/mine && echo my-data >$WORK/mine/file
+    echo 'WHO_WINS=mine' >$conf/environ.d/10.env
+    echo '\${HOME}/crisp-it/mine /mine none x-create=dir,bind,ro' >$conf/mounts.d/10.fstab
+    printf '#!/bin/sh\necho \"MY_HOOK=\$(id -un)\" >>\"\$ENROOT_ENVIRON\"\n' >$conf/hooks.d/10-mine.sh
+    chmod 0755 $conf/hooks.d/10-mine.sh"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" sh -c 'echo "$WHO_WINS $MY_HOOK"; cat /mine/file'
+  expect "the user's variables (after the site's), hook and mount" equals "$OUT" "mine $TEST_USER"$'\nmy-data'
+  run "${SRUN[@]}" --container-image="$TEST_IMAGE" sh -c 'echo "[$WHO_WINS] [${MY_HOOK-}]"'
+  expect "another user's (root's) job gets none of it" equals "$OUT" "[site] []"
+  as_user sh -c "echo '/var/tmp/crisp-it/secret/file /secret none bind' >$conf/mounts.d/20-theirs.fstab"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" cat /secret
+  expect_crisp_error "the user's file naming what they cannot reach" "mounts.d/20-theirs.fstab:1: mount source"
+  expect "... gives nothing of it" lacks "$OUT" top-secret
+  as_user rm -rf "$conf/mounts.d" "$conf/environ.d" "$conf/hooks.d" "$WORK/mine"
+  start_crispd
+  site_reset
+}

@@ -14,6 +14,7 @@
 #include "agent/host/admin_paths.h"
 #include "agent/site/enroot_conf.h"
 #include "agent/site/site_config.h"
+#include "agent/site/user_site_dir.h"
 #include "agent/site/site_files.h"
 #include "tests/unit/test_dir.h"
 
@@ -246,6 +247,41 @@ TEST_F(SiteDirTest, HooksInNameOrderEnrootsStandardOnesLeftToCrisp) {
   EXPECT_EQ(hooks(config.lines_for("gpu")).back(), "/crisp/partitions/gpu/hooks.d/10-gpu");
   ASSERT_EQ(chmod((dir_ + "/crisp/hooks.d").c_str(), 0777), 0);
   EXPECT_EQ(hooks(config.lines_for("")).size(), 2u) << "a directory others may write is not the admin's";
+}
+
+TEST(SiteFiles, TheUsersEnrootDirectoryAsEnrootFindsIt) {
+  EXPECT_EQ(crisp::user_enroot_dir(lookup_in({{"ENROOT_CONFIG_PATH", "/c"}, {"HOME", "/h"}})), "/c");
+  EXPECT_EQ(crisp::user_enroot_dir(lookup_in({{"XDG_CONFIG_HOME", "/x"}, {"HOME", "/h"}})), "/x/enroot");
+  EXPECT_EQ(crisp::user_enroot_dir(lookup_in({{"HOME", "/h"}})), "/h/.config/enroot");
+  EXPECT_EQ(crisp::user_enroot_dir(lookup_in({{"ENROOT_CONFIG_PATH", "relative"}})), std::nullopt);
+  EXPECT_EQ(crisp::user_enroot_dir(lookup_in({})), std::nullopt);
+}
+
+// A user's own enroot files, read with their rights: a file they cannot read adds nothing,
+// and every line is marked theirs (resolved and run as them).
+TEST_F(SiteDirTest, TheUsersOwnFilesAreReadAsThem) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (the user's ids)";
+  write("enroot/mounts.d/10.fstab", "${HOME}/data /data none bind\n");
+  write("enroot/environ.d/10.env", "MINE=1\n");
+  write("enroot/environ.d/20-roots.env", "SECRET=1\n", 0600);
+  write("enroot/hooks.d/10-mine.sh", "#!/bin/sh\n", 0755);
+  write("enroot/hooks.d/README", "not a hook\n");
+  for (const char* p : {"enroot", "enroot/mounts.d", "enroot/environ.d", "enroot/environ.d/10.env", "enroot/hooks.d",
+                        "enroot/mounts.d/10.fstab"})
+    ASSERT_EQ(chown((dir_ + "/" + p).c_str(), 65534, 65534), 0);
+  crisp::SiteLines lines;
+  ASSERT_TRUE(crisp::read_user_enroot_dir({65534, 65534, {}}, dir_ + "/enroot", lines).ok());
+  ASSERT_EQ(lines.mounts.size(), 2u);  // the line, and the empty one after its newline
+  EXPECT_TRUE(lines.mounts[0].users);
+  EXPECT_EQ(lines.mounts[0].origin, dir_ + "/enroot/mounts.d/10.fstab:1");
+  ASSERT_EQ(lines.environ.size(), 1u) << "root's 0600 file is not the user's to read";
+  EXPECT_EQ(lines.environ[0].text, "MINE=1\n");
+  ASSERT_EQ(lines.hooks.size(), 1u);
+  EXPECT_EQ(lines.hooks[0].path, dir_ + "/enroot/hooks.d/10-mine.sh");
+  EXPECT_FALSE(lines.hooks[0].as_root);
+  crisp::SiteLines none;
+  EXPECT_TRUE(crisp::read_user_enroot_dir({65534, 65534, {}}, dir_ + "/absent", none).ok());
+  EXPECT_TRUE(none.mounts.empty() && none.environ.empty() && none.hooks.empty());
 }
 
 }  // namespace
