@@ -29,11 +29,17 @@ node2_namespaces() {
     ip netns exec "$NODE2_NETNS" ip link set lo up
   fi
   if ! in_node2 true 2>/dev/null; then
-    # A namespace file must sit on a private mount.
+    # A namespace file must sit on a private mount of this mount namespace.
     mkdir -p "$RUN/ns"
     mountpoint -q "$RUN/ns" || { mount --bind "$RUN/ns" "$RUN/ns" && mount --make-private "$RUN/ns"; }
     touch "$NODE2_MNT"
-    unshare --mount="$NODE2_MNT" --propagation private true
+    if ! unshare --mount="$NODE2_MNT" --propagation private true 2>/dev/null; then
+      # The mount kept from an earlier start can be another namespace's (a newer release's root
+      # is entered afresh each time, dev/matrix.sh): the bind is refused; once more on a new one.
+      umount -l "$RUN/ns" 2>/dev/null || true
+      mount --bind "$RUN/ns" "$RUN/ns" && mount --make-private "$RUN/ns" && touch "$NODE2_MNT"
+      unshare --mount="$NODE2_MNT" --propagation private true
+    fi
   fi
   # Checked every time: a purge on the host may have removed a node directory.
   local d
