@@ -15,7 +15,6 @@
 
 #include "agent/host/holder_process.h"
 #include "agent/host/user_access.h"
-#include "common/cgroups.h"
 #include "common/fd.h"
 #include "common/files.h"
 #include "common/log.h"

@@ -23,6 +23,12 @@ v1::BindMount tmpfs_mount(const std::string& target, const std::string& options)
   return m;
 }
 
+v1::BindMount bind_mount_of(const SiteMountSpec& spec) {
+  v1::BindMount m = bind_mount(spec.source, spec.target, spec.readonly);
+  m.set_propagation(spec.propagation);
+  return m;
+}
+
 // The user's own paths, resolved with their credentials: what they name must be theirs to read.
 Status resolve_user_paths(const v1::CreateStepRequest& req, StepPlan& plan) {
   for (const v1::BindMount& m : req.mounts()) {
@@ -74,9 +80,7 @@ Status add_user_fstab_line(const std::string& at, std::string_view line, StepPla
   if (!src && src.error_kind() == ErrorKind::kNotFound && spec->optional) return Ok{};
   if (!src && src.error_kind() == ErrorKind::kNotFound) return fail(at + "source path does not exist: " + spec->source);
   if (!src) return fail(at + "mount source " + src.error() + ": you must be able to reach it");
-  v1::BindMount m = bind_mount(spec->source, spec->target, spec->readonly);
-  m.set_propagation(spec->propagation);
-  plan.user_mounts.emplace_back(std::move(*src), std::move(m));
+  plan.user_mounts.emplace_back(std::move(*src), bind_mount_of(*spec));
   return Ok{};
 }
 

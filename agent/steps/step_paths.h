@@ -11,6 +11,8 @@ namespace crisp {
 
 // A bind mount of the step's container.
 v1::BindMount bind_mount(const std::string& source, const std::string& target, bool readonly);
+// A bind mount of a site or image fstab line (site_files.h).
+v1::BindMount bind_mount_of(const SiteMountSpec& spec);
 // A fresh tmpfs of the user's at target (options checked by the host phase).
 v1::BindMount tmpfs_mount(const std::string& target, const std::string& options);
 

@@ -2,12 +2,16 @@
 
 namespace crisp {
 
+UserCreds creds_of(const v1::CreateStepRequest& req) {
+  return {req.uid(), req.gid(), {req.supplementary_gids().begin(), req.supplementary_gids().end()}};
+}
+
 StepPlan StepPlan::of(const v1::CreateStepRequest& req) {
   StepPlan plan;
   plan.named = !req.name().empty();
   // A named container of global scope belongs to no job (job 0).
   plan.scope = {plan.named && req.global_scope() ? 0 : req.job_id(), req.uid(), req.user()};
-  plan.creds = {req.uid(), req.gid(), {req.supplementary_gids().begin(), req.supplementary_gids().end()}};
+  plan.creds = creds_of(req);
   StepContainerInput& in = plan.in;
   in.job = plan.scope;
   in.step_id = req.step_id();

@@ -18,6 +18,9 @@
 
 namespace crisp {
 
+// The user's credentials as the request gives them.
+UserCreds creds_of(const v1::CreateStepRequest& req);
+
 struct StepPlan {
   // The request's scope, credentials and the container's base input.
   static StepPlan of(const v1::CreateStepRequest& req);

@@ -32,12 +32,6 @@ EnvLookup job_lookup(const v1::CreateStepRequest& req) {
   };
 }
 
-UserCreds creds_of(const v1::CreateStepRequest& req) {
-  return {req.uid(), req.gid(), {req.supplementary_gids().begin(), req.supplementary_gids().end()}};
-}
-
-// What a hook sees besides enroot's variables: the job's environment (a root hook gets none
-// of it: its values are the user's) and the job's identity.
 // Of the job's variables, those a hook gets: not the names crispd sets (getenv takes the
 // first), nor those that would run the user's code in the admin's program (BASH_ENV, ENV,
 // the dynamic loader's).
@@ -49,6 +43,8 @@ bool passed_to_hooks(std::string_view kv) {
   return !name.starts_with("ENROOT_") && !name.starts_with("LD_");
 }
 
+// What a hook sees besides enroot's variables: the job's environment (a root hook gets none
+// of it: its values are the user's) and the job's identity.
 std::vector<std::string> hook_environment(const v1::CreateStepRequest& req, const std::string& container_id, bool as_root) {
   std::vector<std::string> env;
   if (as_root) env.emplace_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
@@ -75,9 +71,13 @@ bool has_mount_lines(const std::string& text) {
 Result<std::vector<std::string>> StepSite::run_hooks(const JobSite& site, const v1::CreateStepRequest& req,
                                                      const HookTarget& target) const {
   std::vector<std::string> env;
+  if (site.lines.hooks.empty()) return env;
   size_t bytes = 0;
   // enroot formats what hooks write without substituting it.
   EnvLookup literally = [](std::string_view name) -> std::optional<std::string> { return "${" + std::string(name) + "}"; };
+  const std::vector<std::string> user_env = hook_environment(req, target.container_id, false),
+                                 root_env = hook_environment(req, target.container_id, true);
+  const UserCreds user = creds_of(req);
   Deadline deadline(hook_timeout_);  // the step's hooks together
   for (const SiteHook& hook : site.lines.hooks) {
     if (deadline.remaining_ms() <= 0)
@@ -86,9 +86,9 @@ Result<std::vector<std::string>> StepSite::run_hooks(const JobSite& site, const 
                     std::nullopt,
                     target.holder_pid,
                     target.holder_start,
-                    hook_environment(req, target.container_id, hook.as_root),
+                    hook.as_root ? root_env : user_env,
                     std::chrono::milliseconds(deadline.remaining_ms())};
-    if (!hook.as_root) run.as_user = creds_of(req);
+    if (!hook.as_root) run.as_user = user;
     auto out = run_hook_(run);
     if (!out) {
       log_warn(slurm::step_text(req.job_id(), req.step_id()) + ": " + out.error());
@@ -171,11 +171,7 @@ Status StepSite::mounts(const JobSite& site, StepPlan& plan) const {
                      line.origin + ": " + spec->source + " left out: " + source.error());
       continue;
     }
-    v1::BindMount m;
-    m.set_target(spec->target);
-    m.set_readonly(spec->readonly);
-    m.set_propagation(spec->propagation);
-    plan.user_mounts.emplace_back(std::move(*source), std::move(m));
+    plan.user_mounts.emplace_back(std::move(*source), bind_mount_of(*spec));
   }
   return Ok{};
 }
