@@ -43,7 +43,7 @@ class CriLogTail {
   std::string kept_;  // raw log lines already rotated away
 };
 
-// A squashfs image's entrypoint (its /etc/rc's), which can run only once the
+// A squashfs image's /etc/rc (its rc.local, its entrypoint), which can run only once the
 // file is the container's root: a process crispd starts inside the container
 // (its mount namespace, its cgroups, its holder's streams, which the CRI logs),
 // with the user's ids and no_new_privs, that execs argv: the entrypoint, then

@@ -22,7 +22,7 @@ Status ContainerStarter::start(const v1::CreateStepRequest& req, StepPlan& plan,
   clock.begin("start");
   if (auto s = start_and_find_holder(plan); !s) return s;
   clock.begin("holder");
-  if (auto s = wait_for_holder(req, plan, plan.pid, plan.in.entrypoint); !s) return s;
+  if (auto s = wait_for_holder(req, plan, plan.pid, join(plan.in.entrypoint, " ")); !s) return s;
   clock.begin("rootfs");
   if (auto s = run_hooks(plan); !s) return s;
   // Last, so the hooks and the entrypoint saw the root containerd made.
@@ -33,7 +33,7 @@ Status ContainerStarter::start(const v1::CreateStepRequest& req, StepPlan& plan,
 
 Status ContainerStarter::start_bare(const v1::CreateStepRequest& req, StepPlan& plan) {
   if (auto s = start_and_find_holder(plan); !s) return s;
-  if (auto s = wait_for_holder(req, plan, plan.pid, {}); !s) return s;
+  if (auto s = wait_for_holder(req, plan, plan.pid, ""); !s) return s;
   return give_rootfs(req, plan);
 }
 
@@ -55,7 +55,7 @@ Status ContainerStarter::start_and_find_holder(StepPlan& plan) {
 // runc's init execs the container's process only after StartContainer has
 // returned, and an entrypoint runs before it execs the holder: wait for it.
 Status ContainerStarter::wait_for_holder(const v1::CreateStepRequest& req, StepPlan& plan, int pid,
-                                    const std::vector<std::string>& entrypoint) {
+                                         const std::string& entrypoint) {
   const StepContainerInput& in = plan.in;
   if (entrypoint.empty()) {
     if (auto ran = await_holder(pid, settings_.holder_exe, std::chrono::seconds(10)); !ran)
@@ -67,7 +67,7 @@ Status ContainerStarter::wait_for_holder(const v1::CreateStepRequest& req, StepP
   auto ran = await_holder(pid, settings_.holder_exe, settings_.entrypoint_timeout, [&] { tail.rotate_if_large(); });
   std::string log = tail.messages();
   if (!ran)
-    return fail("the image's entrypoint " + join(entrypoint, " ") + " " + ran.error() +
+    return fail("the image's entrypoint " + entrypoint + " " + ran.error() +
                 " (it must end with exec \"$@\")" + (log.empty() ? "" : "; its output ends: " + last_lines(log, 10, 2000)));
   // What the container writes from now on (a background process of the entrypoint's) is kept nowhere.
   if (auto s = silence_cri_log(log_path); !s) return s;
@@ -82,8 +82,8 @@ Status ContainerStarter::wait_for_holder(const v1::CreateStepRequest& req, StepP
   return Ok{};
 }
 
-// A squashfs image's entrypoint, in the file's root once it is the container's: it execs a
-// second holder, whose environment is the step's, then that holder goes (SIGTERM).
+// A squashfs image's /etc/rc, in the file's root once it is the container's: its entrypoint
+// execs a second holder, whose environment is the step's, then that holder goes (SIGTERM).
 Status ContainerStarter::run_file_entrypoint(const v1::CreateStepRequest& req, StepPlan& plan) {
   if (plan.file_entrypoint.empty()) return Ok{};
   RootEntrypoint e{plan.pid, req.uid(), req.gid(), plan.creds.groups, plan.file_entrypoint, plan.in.env};
@@ -96,7 +96,7 @@ Status ContainerStarter::run_file_entrypoint(const v1::CreateStepRequest& req, S
   }
   auto pid = start_entrypoint_in_root(e);
   if (!pid) return fail("cannot run the image's entrypoint: " + pid.error());
-  Status ran = wait_for_holder(req, plan, *pid, plan.file_entrypoint);
+  Status ran = wait_for_holder(req, plan, *pid, plan.file_entrypoint_name);
   kill(*pid, ran ? SIGTERM : SIGKILL);
   while (waitpid(*pid, nullptr, 0) < 0 && errno == EINTR) {
   }

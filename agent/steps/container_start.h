@@ -55,8 +55,8 @@ class ContainerStarter {
 
  private:
   Status start_and_find_holder(StepPlan& plan);
-  Status wait_for_holder(const v1::CreateStepRequest& req, StepPlan& plan, int pid,
-                         const std::vector<std::string>& entrypoint);
+  // entrypoint: what runs before the holder, named in a failure's line ("": nothing).
+  Status wait_for_holder(const v1::CreateStepRequest& req, StepPlan& plan, int pid, const std::string& entrypoint);
   Status run_hooks(const StepPlan& plan);
   Status give_rootfs(const v1::CreateStepRequest& req, StepPlan& plan);
   Status run_file_entrypoint(const v1::CreateStepRequest& req, StepPlan& plan);

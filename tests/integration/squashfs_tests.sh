@@ -205,6 +205,19 @@ test_squashfs_entrypoint_runs_as_the_registry_images() {
   run as_user "${SRUN[@]}" --container-image=./badep.sqsh --container-entrypoint true
   expect_crisp_error "a failing entrypoint in a file" "exited before it ran the holder (it must end with exec"
   expect "its output explains why" contains "$ERR" "its output ends: setup failed"
+  # Its /etc/rc runs as enroot runs it: /etc/rc.local sourced first (with Pyxis too, which
+  # replaces rc.local only without the entrypoint).
+  local src=$WORK/rclocal-image
+  rm -rf "$src" && unsquashfs -q -d "$src" "$WORK/ep.sqsh" >/dev/null
+  printf '%s\n' 'export CRISP_RC_LOCAL="sourced as $(id -u) in $PWD"' >>"$src/etc/rc.local"
+  mksquashfs "$src" "$WORK/rclocal.sqsh" -all-root -noappend -quiet >/dev/null && chmod 0644 "$WORK/rclocal.sqsh"
+  rm -rf "$src"
+  run as_user "${SRUN[@]}" --container-image=./rclocal.sqsh --container-entrypoint \
+    sh -c 'echo "$CRISP_RC_LOCAL|$CRISP_FROM_ENTRYPOINT"'
+  expect "its /etc/rc.local is sourced as the user, then the entrypoint runs" equals "$OUT" \
+    "sourced as $(id -u "$TEST_USER") in /|yes"
+  run as_user "${SRUN[@]}" --container-image=./rclocal.sqsh sh -c 'echo "${CRISP_RC_LOCAL-none}"'
+  expect "... and not without --container-entrypoint, as Pyxis" equals "$OUT" none
 }
 
 # An enroot image's /etc/fstab and /etc/environment (enroot's doc/image-format.md): the job's
