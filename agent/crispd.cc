@@ -60,7 +60,7 @@ struct Flags {
   crisp::DeviceRoots device_roots;
   int call_timeout = 30, pull_timeout = 1800, sweep_interval = 30, sandbox_grace = 120, entrypoint_timeout = 60,
       hook_timeout = 60;
-  size_t spares = 8, spares_per_user = 2;
+  size_t spares = 64, spares_per_user = 32;
   int spare_grace = 600;
   std::string claims_dir = "/run/crisp/claims";
   std::string site_config = "/etc/crisp";
@@ -92,7 +92,8 @@ void add_runtime_flags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--sweep-interval", f.sweep_interval, "seconds between reconcile sweeps")->capture_default_str();
   app.add_option("--spares", f.spares,
-                 "spare containers kept on the node, made ahead for the next step of a user and image (0: none)")
+                 "spare containers kept on the node, made ahead for the next steps of a user and image, as many as "
+                 "of them were once made at the same time (0: none)")
       ->capture_default_str();
   app.add_option("--spares-per-user", f.spares_per_user, "of those, at most this many for one user")->capture_default_str();
   app.add_option("--spare-grace", f.spare_grace, "seconds a spare is kept after its user and image were last used")

@@ -1,12 +1,14 @@
-// Which spare containers a node keeps: one ready per user, group and image that
-// was used within the grace period, at most per_node in all and per_user for
-// one user (a user naming many images cannot fill the node's). Pure
-// bookkeeping under a mutex; crispd makes and removes the containers.
+// Which spare containers a node keeps: for each user, group and image used within the
+// grace period, as many ready as its steps were once made at the same time (its demand: one
+// for steps one after another, N for a burst of N), at most per_node in all and per_user for
+// one user (a user naming many images cannot fill the node's). Pure bookkeeping under a
+// mutex; crispd makes and removes the containers.
 #pragma once
 
 #include <chrono>
 #include <compare>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -32,7 +34,7 @@ struct Spare {
 
 struct SpareLimits {
   size_t per_node = 0;  // 0: no spares
-  size_t per_user = 2;
+  size_t per_user = 32;
   std::chrono::seconds grace{600};
 };
 
@@ -40,24 +42,39 @@ class SparePool {
  public:
   explicit SparePool(SpareLimits limits) : limits_(limits) {}
 
-  // A step of key started at now: whether a spare of it should be made (the caller
-  // then calls made() or unmade()), and the ready spare it displaces, to remove:
-  // at a limit, the least recently used key's (the user's own first) gives way.
+  // A step of key is being made from now until the Arrival goes: the most at once is
+  // the key's demand.
+  class Arrival {
+   public:
+    Arrival(SparePool& pool, SpareKey key);
+    ~Arrival();
+    Arrival(const Arrival&) = delete;
+    Arrival& operator=(const Arrival&) = delete;
+
+   private:
+    SparePool& pool_;
+    SpareKey key_;
+  };
+  // A step of key started at now: how many spares of it to make so that its demand is
+  // ready (the caller then calls made() or unmade() for each), and the ready spares they
+  // displace, to remove: at a limit, the least recently used key's (the user's own first).
   struct Use {
-    bool make = false;
-    std::optional<Spare> evicted;
+    size_t make = 0;
+    std::vector<Spare> evicted;
   };
   Use note_use(const SpareKey& key, int64_t now_ns);
   // false: its key's spares were removed while it was made (take_all); the caller removes it.
   bool made(const SpareKey& key, Spare spare);
   void unmade(const SpareKey& key);
-  // The ready spare of key, taken: no other step can have it. The pool still
+  // A ready spare of key (the oldest), taken: no other step can have it. The pool still
   // holds its id (a sweep must not take it for a stray) until drop().
   std::optional<Spare> take(const SpareKey& key);
+  // The key's demand: the most of its steps made at once since it was first used.
+  size_t demand(const SpareKey& key) const;
   // Ready spares of keys unused for the grace period, taken (the caller removes them).
   std::vector<Spare> expired(int64_t now_ns);
-  // The ready spares of uid (every user's: nullopt), taken, and those being made
-  // refused when made (crispctl rm --spares, crispd's stop).
+  // The ready spares of uid (every user's: nullopt), taken, those being made refused
+  // when made, and their keys' demand forgotten (crispctl rm --spares, crispd's stop).
   std::vector<Spare> take_all(std::optional<uint32_t> uid);
   // A container removed: no longer ready or taken, if it was.
   void drop(const std::string& container_id);
@@ -69,13 +86,17 @@ class SparePool {
  private:
   struct Slot {
     int64_t last_use_ns = 0;
-    bool making = false;
-    bool cancelled = false;  // removed while being made: refused when made
-    std::optional<Spare> ready;
+    size_t making = 0;
+    size_t cancelled = 0;  // of those, removed while being made: refused when made
+    std::deque<Spare> ready;
+    size_t arriving = 0;  // its steps being made now
+    size_t demand = 1;
   };
-  size_t held(const std::optional<uint32_t>& uid) const;  // made or being made
-  // The ready spare of the least recently used key other than key (of uid only, if given), taken.
+  size_t held(const std::optional<uint32_t>& uid) const;  // made or being made (and not refused)
+  // A ready spare of the least recently used key other than key (of uid only, if given), taken.
   std::optional<Spare> take_least_recent(const SpareKey& key, const std::optional<uint32_t>& uid);
+  // One more of key's to be made, within the limits (evicting another key's if need be); false: none.
+  bool room_for(const SpareKey& key, Use& use);
 
   SpareLimits limits_;
   mutable std::mutex mu_;

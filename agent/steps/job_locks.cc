@@ -23,5 +23,6 @@ void JobLocks::forget_job(uint32_t job_id) {
 WholeLock JobLocks::lock_job(uint32_t job_id) { return WholeLock(slot(job_id)); }
 SharedLock JobLocks::share_job(uint32_t job_id) { return SharedLock(slot(job_id)); }
 WholeLock JobLocks::lock_user(uint32_t uid) { return WholeLock(slot(uint64_t{1} << 32 | uid)); }
+SharedLock JobLocks::share_user(uint32_t uid) { return SharedLock(slot(uint64_t{1} << 32 | uid)); }
 
 }  // namespace crisp

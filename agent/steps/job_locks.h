@@ -26,8 +26,10 @@ class JobLocks {
   // unnamed steps, which touches only its own container.
   WholeLock lock_job(uint32_t job_id);
   SharedLock share_job(uint32_t job_id);
-  // Serializes finding or making a user's sandbox with its removal by the sweep.
+  // Whole: finding or making a user's sandbox, its removal by the sweep. Shared: a
+  // container created in the sandbox already found, beside the user's other creates.
   WholeLock lock_user(uint32_t uid);
+  SharedLock share_user(uint32_t uid);
   // At a job's end: a node runs many jobs, their mutexes must not pile up.
   void forget_job(uint32_t job_id);
 

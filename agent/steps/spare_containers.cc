@@ -82,7 +82,9 @@ std::optional<SpareKey> SpareContainers::key_of(const v1::CreateStepRequest& req
 
 Result<std::string> SpareContainers::claim(const v1::CreateStepRequest& req, StepPlan& plan, PhaseClock& clock) {
   auto key = key_of(req, plan);
-  auto spare = key ? pool_.take(*key) : std::nullopt;
+  if (!key) return std::string();
+  plan.spare_arrival = std::make_unique<SparePool::Arrival>(pool_, *key);
+  auto spare = pool_.take(*key);
   if (!spare) return std::string();
   clock.begin("claim");
   if (auto s = fit(req, plan, *key, *spare); !s) {
@@ -127,14 +129,14 @@ void SpareContainers::want(const v1::CreateStepRequest& req, const StepPlan& pla
   auto key = key_of(req, plan);
   if (!key) return;
   auto use = pool_.note_use(*key, now_ns());
-  if (use.evicted) {
-    log_info("removing spare container " + use.evicted->id.substr(0, 12) + " for one of " + key->image + ", used later");
-    remove_one(use.evicted->id);
+  for (const Spare& evicted : use.evicted) {
+    log_info("removing spare container " + evicted.id.substr(0, 12) + " for one of " + key->image + ", used later");
+    remove_one(evicted.id);
   }
-  if (!use.make) return;
+  if (use.make == 0) return;
   {
     std::lock_guard lock(mu_);
-    queue_.emplace_back(*key, plan.scope.user);
+    for (size_t i = 0; i < use.make; ++i) queue_.emplace_back(*key, plan.scope.user);
   }
   cv_.notify_one();
 }

@@ -2,6 +2,7 @@
 // (StepCreator's, ContainerStarter's, SpareContainers' claim). Calls nothing.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "agent/host/user_access.h"
 #include "agent/images/pull_waiter.h"
 #include "agent/site/site_files.h"
+#include "agent/spares/spare_pool.h"
 #include "common/image_ref.h"
 #include "crisp.pb.h"
 
@@ -45,6 +47,8 @@ struct StepPlan {
   // is the root, as enroot starts a container (it sources /etc/rc.local, then execs the entrypoint).
   std::vector<std::string> file_entrypoint;
   std::string file_entrypoint_name;  // the entrypoint that /etc/rc execs, for a failure's line
+  // While the step is made: counts towards its spare key's demand (spare_pool.h).
+  std::unique_ptr<SparePool::Arrival> spare_arrival;
   // Resolved by the user now, staged under the container's mount root by the host phase.
   std::vector<std::pair<UserPath, v1::BindMount>> user_mounts;
   std::optional<UserPath> workdir;

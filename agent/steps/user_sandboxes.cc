@@ -11,21 +11,26 @@ namespace crisp {
 Result<std::string> UserSandboxes::create_container(uint32_t uid, const std::string& user,
                                                     const cri::ContainerConfig& config, const std::string& image,
                                                     PhaseClock* clock) {
-  // Under the user's lock until the container is in the sandbox: an empty one may be the sweep's.
-  auto lock = locks_.lock_user(uid);
   const cri::PodSandboxConfig sandbox_config = build_user_sandbox_config(uid, user, node_);
-  std::optional<std::string> remembered = known(uid);
-  auto sandbox = remembered ? Result<std::string>(*remembered) : find_or_run(uid, sandbox_config);
+  // The sandbox this crispd knows: the user's creates go side by side (a burst of steps), under
+  // the user's lock shared, which keeps the sweep from removing it meanwhile.
+  if (std::optional<std::string> remembered = known(uid)) {
+    auto lock = locks_.share_user(uid);
+    if (known(uid) == remembered) {
+      if (clock) clock->begin("create");
+      auto id = cri_.create_container(*remembered, config, sandbox_config);
+      touch(*remembered);
+      if (id) return id;
+      // The sandbox may have gone without this crispd (containerd lost it, an admin removed
+      // it): asked anew, once, under the whole lock.
+      forget_if(uid, *remembered);
+    }
+  }
+  auto lock = locks_.lock_user(uid);
+  auto sandbox = find_or_run(uid, sandbox_config);
   if (!sandbox) return sandbox.take_error();
   if (clock) clock->begin("create");
   auto id = cri_.create_container(*sandbox, config, sandbox_config);
-  if (!id && remembered) {
-    // The sandbox went without this crispd (containerd lost it, an admin removed it): asked anew, once.
-    forget(uid);
-    sandbox = find_or_run(uid, sandbox_config);
-    if (!sandbox) return sandbox.take_error();
-    id = cri_.create_container(*sandbox, config, sandbox_config);
-  }
   touch(*sandbox);
   if (!id) return fail("cannot create the step's container from " + image + ": " + id.error());
   return id;
@@ -62,9 +67,9 @@ void UserSandboxes::remember(uint32_t uid, const std::string& sandbox_id) {
   ids_[uid] = sandbox_id;
 }
 
-void UserSandboxes::forget(uint32_t uid) {
+void UserSandboxes::forget_if(uint32_t uid, const std::string& sandbox_id) {
   std::lock_guard lock(mu_);
-  ids_.erase(uid);
+  if (auto it = ids_.find(uid); it != ids_.end() && it->second == sandbox_id) ids_.erase(it);
 }
 
 void UserSandboxes::touch(const std::string& sandbox_id) {
@@ -87,9 +92,9 @@ Result<bool> UserSandboxes::remove_if_empty(const cri::PodSandbox& sandbox) {
   if (!rest->empty()) return false;
   if (auto s = cri_.stop_pod_sandbox(sandbox.id()); !s) return s.take_error();
   if (auto s = cri_.remove_pod_sandbox(sandbox.id()); !s) return s.take_error();
+  forget_if(uid, sandbox.id());
   std::lock_guard mine(mu_);
   used_ns_.erase(sandbox.id());
-  if (auto it = ids_.find(uid); it != ids_.end() && it->second == sandbox.id()) ids_.erase(it);
   return true;
 }
 

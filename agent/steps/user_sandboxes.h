@@ -43,7 +43,7 @@ class UserSandboxes {
   Result<std::string> find_or_run(uint32_t uid, const cri::PodSandboxConfig& config);
   std::optional<std::string> known(uint32_t uid);
   void remember(uint32_t uid, const std::string& sandbox_id);
-  void forget(uint32_t uid);
+  void forget_if(uint32_t uid, const std::string& sandbox_id);  // if it is still the one known
 
   CriClient& cri_;
   JobLocks& locks_;

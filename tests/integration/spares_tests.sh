@@ -3,7 +3,7 @@
 # container made for it would show. Sourced by run.sh, which runs these only on
 # a cluster with spares (CRISP_SPARES is not 0); every other test runs either way.
 
-spares_on() { [[ ${CRISP_SPARES:-8} != 0 ]]; }
+spares_on() { [[ ${CRISP_SPARES:-64} != 0 ]]; }
 spares_not_here() { spares_on || echo "crispd runs without spares here (CRISP_SPARES=0)"; }
 # spare_ready UID [IMAGE]: crispd lists a spare of that user (and image) ready.
 spare_ready() {
@@ -34,6 +34,32 @@ test_claimed_spare_shows_exactly_what_a_new_container_shows() {
   expect "a container made for the step (no spare left) was not a claim" equals "$(($(stat_of spares_claimed) - claimed0))" 1
   expect "the claimed spare's mounts, devices and owners are a new container's" equals "$with_spare" "$OUT"
   [[ $with_spare == "$OUT" ]] || diff <(tr ' ' '\n' <<<"$with_spare") <(tr ' ' '\n' <<<"$OUT") | head -20
+}
+
+# A burst of a user's steps (a sweep of srun ... &) is their image's demand: crispd keeps as
+# many spares ready as steps were made at once, so the next burst claims more than one.
+spares_of() { "${CRISPCTL[@]}" ps | awk -v u="$1" -v i="$TEST_IMAGE" 'NR > 1 && $2 == "spare" && $3 == u && $NF == i' | wc -l; }
+at_least_spares() { (($(spares_of "$1") >= $2)); }
+# burst_of N: N steps of the test user's image released together, waited for.
+burst_of() {
+  local i pids=()
+  for ((i = 0; i < $1; i++)); do
+    as_user "${SRUN[@]}" -w "$(hostname -s)" --container-image="$TEST_IMAGE" true &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+}
+test_a_burst_of_steps_finds_spares_for_the_next_burst() {
+  local uid; uid=$(id -u "$TEST_USER")
+  "${CRISPCTL[@]}" rm --spares >/dev/null
+  settle
+  burst_of 6
+  expect "more than one spare is made after the burst" wait_until 30 at_least_spares "$uid" 2
+  settle
+  local claimed0; claimed0=$(stat_of spares_claimed)
+  burst_of 6
+  expect "the next burst claims more than one" test "$(($(stat_of spares_claimed) - claimed0))" -ge 2
+  "${CRISPCTL[@]}" rm --spares >/dev/null
 }
 
 # Two users (here the test user and root) with the same image never share one.

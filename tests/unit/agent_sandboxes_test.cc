@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include "tests/unit/fake_cri.h"
 
 namespace crisp_test {
@@ -78,6 +82,23 @@ TEST_F(AgentTest, AUsersSandboxIsAskedForOnlyByTheirFirstCreateAndOnceMoreWhenGo
   ASSERT_TRUE(again.ok()) << again.error();
   EXPECT_EQ(sandbox_of(*again), renewed);
   EXPECT_EQ(fake_.sandbox_lists, 3) << "the new sandbox remembered";
+}
+
+// A burst of one user's steps: their containers are created side by side in the sandbox
+// already there (the user's lock shared), not one after another.
+TEST_F(AgentTest, AUsersStepsAreCreatedSideBySideInTheirSandbox) {
+  ASSERT_TRUE(steps_->create(step(84, 0)).ok()) << "the sandbox made";
+  fake_.create_delay = 50ms;
+  std::vector<std::thread> burst;
+  std::atomic<int> ok{0};
+  for (uint32_t i = 1; i <= 6; ++i)
+    burst.emplace_back([&, i] {
+      if (steps_->create(step(84, i)).ok()) ok++;
+    });
+  for (auto& t : burst) t.join();
+  EXPECT_EQ(ok, 6);
+  EXPECT_GE(fake_.most_creating, 2) << "creates overlapped";
+  EXPECT_LE(fake_.most_creating, 4) << "within the client's 4 task slots";
 }
 
 }  // namespace

@@ -46,6 +46,15 @@ bool matches(const google::protobuf::Map<std::string, std::string>& labels,
   return true;
 }
 
+// A call under way for delay: counted in now, the most at once in most.
+void busy(std::atomic<int>& now, std::atomic<int>& most, std::chrono::milliseconds delay) {
+  int n = ++now;
+  for (int m = most; n > m && !most.compare_exchange_weak(m, n);) {
+  }
+  std::this_thread::sleep_for(delay);
+  --now;
+}
+
 }  // namespace
 
 class FakeCriService final : public cri::RuntimeService::Service, public cri::ImageService::Service {
@@ -85,6 +94,7 @@ class FakeCriService final : public cri::RuntimeService::Service, public cri::Im
   }
   grpc::Status CreateContainer(grpc::ServerContext*, const cri::CreateContainerRequest* req,
                                cri::CreateContainerResponse* resp) override {
+    busy(f.creating, f.most_creating, f.create_delay);
     std::lock_guard l(f.mu);
     if (!f.sandboxes.count(req->pod_sandbox_id())) return {grpc::StatusCode::NOT_FOUND, "no such sandbox"};
     if (f.fail_create) return {grpc::StatusCode::UNKNOWN, "failed to create containerd container: no space left on device"};
@@ -105,11 +115,7 @@ class FakeCriService final : public cri::RuntimeService::Service, public cri::Im
   }
   grpc::Status StartContainer(grpc::ServerContext*, const cri::StartContainerRequest* req,
                               cri::StartContainerResponse*) override {
-    int now = ++f.starting;
-    for (int m = f.most_starting; now > m && !f.most_starting.compare_exchange_weak(m, now);) {
-    }
-    std::this_thread::sleep_for(f.start_delay);
-    --f.starting;
+    busy(f.starting, f.most_starting, f.start_delay);
     std::lock_guard l(f.mu);
     if (f.fail_start) return {grpc::StatusCode::UNKNOWN, "runc: exec format error"};
     f.containers[req->container_id()].set_state(cri::CONTAINER_RUNNING);

@@ -67,6 +67,8 @@ class FakeCri {
   // Called as a ListContainers begins, out of mu: a test parks a caller there. Set while no call is under way.
   std::function<void()> on_list;
   std::atomic<int> starting{0}, most_starting{0};
+  std::chrono::milliseconds create_delay{0};
+  std::atomic<int> creating{0}, most_creating{0};
   bool fail_start = false;
   bool fail_create = false;
   std::string refuse_user;  // the registry refuses this user's credentials

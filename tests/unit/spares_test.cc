@@ -2,6 +2,8 @@
 // node keeps, and the claim records a restarted crispd reads back.
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "agent/cri/labels.h"
 #include "agent/cri/spec_builder.h"
 #include "agent/spares/claim_plan.h"
@@ -96,7 +98,7 @@ TEST(ClaimPlan, AnEntrypointEnvironmentOrSharedMountNeedsItsOwnContainer) {
   EXPECT_FALSE(crisp::plan_claim(crisp::build_step_container(other, node), spare_config).ok()) << "an rslave mount";
 }
 
-TEST(SparePool, OneSparePerKeyWithinTheNodesAndTheUsersLimits) {
+TEST(SparePool, OneSparePerKeyUsedStepAfterStepWithinTheNodesAndTheUsersLimits) {
   crisp::SparePool pool({3, 2, std::chrono::seconds(60)});
   crisp::SpareKey a{1000, 100, "img:a"}, b{1000, 100, "img:b"}, c{1000, 100, "img:c"}, d{1001, 100, "img:a"},
       e{1002, 100, "img:a"};
@@ -104,7 +106,7 @@ TEST(SparePool, OneSparePerKeyWithinTheNodesAndTheUsersLimits) {
   EXPECT_FALSE(pool.note_use(a, 1).make) << "already being made";
   EXPECT_TRUE(pool.note_use(b, 2).make);
   auto at_limit = pool.note_use(c, 3);
-  EXPECT_FALSE(at_limit.make || at_limit.evicted) << "the user's limit, and both of theirs still being made";
+  EXPECT_TRUE(at_limit.make == 0 && at_limit.evicted.empty()) << "the user's limit, and both of theirs still being made";
   EXPECT_TRUE(pool.note_use(d, 4).make);
   EXPECT_FALSE(pool.note_use(e, 5).make) << "the node's limit";
   EXPECT_TRUE(pool.made(a, {"c1", "sha-a"}));
@@ -122,6 +124,37 @@ TEST(SparePool, OneSparePerKeyWithinTheNodesAndTheUsersLimits) {
   EXPECT_FALSE(pool.take(d)) << "another user's key never gets a's";
 }
 
+// A burst (steps of one key made at the same time) is the key's demand: that many are kept
+// ready for the next burst, within the user's limit; claimed oldest first; rm --spares forgets it.
+TEST(SparePool, AsManySparesAsTheKeysStepsOnceMadeAtOnce) {
+  crisp::SparePool pool({16, 4, std::chrono::seconds(60)});
+  crisp::SpareKey a{1000, 100, "img:a"}, b{1000, 100, "img:b"};
+  {
+    std::vector<std::unique_ptr<crisp::SparePool::Arrival>> burst;
+    for (int i = 0; i < 6; ++i) burst.push_back(std::make_unique<crisp::SparePool::Arrival>(pool, a));
+    EXPECT_EQ(pool.demand(a), 6u);
+    EXPECT_EQ(pool.note_use(a, 1).make, 4u) << "the user's limit of 4";
+    EXPECT_EQ(pool.note_use(a, 2).make, 0u) << "being made";
+  }
+  EXPECT_EQ(pool.demand(a), 6u) << "kept after the burst";
+  for (const char* id : {"s1", "s2", "s3"}) ASSERT_TRUE(pool.made(a, {id, "sha"}));
+  pool.unmade(a);
+  EXPECT_EQ(pool.ready(), 3u);
+  EXPECT_EQ(pool.take(a)->id, "s1") << "the oldest first";
+  EXPECT_EQ(pool.note_use(a, 3).make, 2u) << "back up to the user's limit: 2 ready and 2 more";
+  auto use = pool.note_use(b, 4);
+  EXPECT_EQ(use.make, 1u) << "b's one, at the user's limit in place of a ready one of a (least recently used)";
+  ASSERT_EQ(use.evicted.size(), 1u);
+  EXPECT_EQ(use.evicted[0].id, "s3");
+  ASSERT_TRUE(pool.made(a, {"s4", "sha"}));
+  auto gone = pool.take_all(1000u);
+  EXPECT_EQ(gone.size(), 2u) << "a's ready ones";
+  EXPECT_EQ(pool.demand(a), 1u) << "rm --spares forgets the demand";
+  EXPECT_EQ(pool.note_use(a, 6).make, 1u) << "one refused is not counted as coming: one more is made";
+  EXPECT_FALSE(pool.made(a, {"s5", "sha"})) << "one being made when removed: refused";
+  EXPECT_TRUE(pool.made(a, {"s6", "sha"}));
+}
+
 TEST(SparePool, AtTheLimitTheLeastRecentlyUsedGivesWay) {
   crisp::SparePool pool({3, 2, std::chrono::seconds(600)});
   crisp::SpareKey a{1000, 100, "img:a"}, b{1000, 100, "img:b"}, c{1000, 100, "img:c"}, d{1001, 100, "img:d"},
@@ -132,17 +165,17 @@ TEST(SparePool, AtTheLimitTheLeastRecentlyUsedGivesWay) {
   ASSERT_TRUE(pool.made(b, {"cb", "sha"}));
   auto use = pool.note_use(c, 30);
   EXPECT_TRUE(use.make) << "the user's newest image gets one";
-  ASSERT_TRUE(use.evicted);
-  EXPECT_EQ(use.evicted->id, "ca") << "in place of their least recently used";
+  ASSERT_EQ(use.evicted.size(), 1u);
+  EXPECT_EQ(use.evicted[0].id, "ca") << "in place of their least recently used";
   ASSERT_TRUE(pool.made(c, {"cc", "sha"}));
   use = pool.note_use(d, 40);
   EXPECT_TRUE(use.make);
-  EXPECT_FALSE(use.evicted) << "the node has room";
+  EXPECT_TRUE(use.evicted.empty()) << "the node has room";
   ASSERT_TRUE(pool.made(d, {"cd", "sha"}));
   use = pool.note_use(e, 50);
   EXPECT_TRUE(use.make);
-  ASSERT_TRUE(use.evicted);
-  EXPECT_EQ(use.evicted->id, "cb") << "the node's least recently used, whoever's";
+  ASSERT_EQ(use.evicted.size(), 1u);
+  EXPECT_EQ(use.evicted[0].id, "cb") << "the node's least recently used, whoever's";
 }
 
 TEST(SparePool, UnusedKeysExpireAfterTheGrace) {
