@@ -13,7 +13,7 @@ constexpr std::array<std::string_view, 8> kPropagations = {"private", "rprivate"
 
 Error bad(std::string_view entry, const std::string& why) {
   return fail("invalid --container-mounts entry '" + std::string(entry) + "': " + why +
-              " (expected SRC[:DST[:FLAGS]], SRC a path or tmpfs, FLAGS among ro, rw, [r]private, [r]slave, [r]shared, "
+              " (expected SRC[:DST[:FLAGS]], SRC a path, tmpfs or umount, FLAGS among ro, rw, [r]private, [r]slave, [r]shared, "
               "[r]unbindable, and for a tmpfs size=, mode=, nr_inodes=, huge=, joined by '+')");
 }
 
@@ -70,7 +70,8 @@ Result<std::vector<MountSpec>> parse_mounts(std::string_view text) {
       if (fields.size() < 2) return bad(entry, "a tmpfs needs a destination (tmpfs:DST)");
       m.tmpfs = true;
     } else if (fields[0] == "umount") {
-      return bad(entry, "the 'umount' source is not supported by crisp");
+      if (fields.size() < 2) return bad(entry, "umount needs the path to unmount (umount:DST)");
+      m.umount = true;
     } else if (!fields[0].empty() && fields[0].front() == '.') {
       m.source = fields[0];  // made absolute on the node, against the job's working directory
       if (fields.size() < 2) return bad(entry, "a relative source needs an absolute destination");
@@ -87,7 +88,11 @@ Result<std::vector<MountSpec>> parse_mounts(std::string_view text) {
     if (fields.size() == 3) {
       bool seen_mode = false;
       for (const std::string& flag : split(fields[2], '+')) {
-        if (flag == "ro" || flag == "rw") {
+        if (m.umount) {
+          // enroot's options of an unmount: nofail, and silent (its warning, which crisp never prints).
+          if (flag != "nofail" && flag != "silent") return bad(entry, "unknown flag '" + flag + "' for umount");
+          m.nofail = m.nofail || flag == "nofail";
+        } else if (flag == "ro" || flag == "rw") {
           if (seen_mode) return bad(entry, "ro and rw given twice");
           seen_mode = true;
           m.readonly = flag == "ro";
@@ -102,7 +107,8 @@ Result<std::vector<MountSpec>> parse_mounts(std::string_view text) {
       }
     }
     for (const MountSpec& other : mounts)
-      if (other.target == m.target) return bad(entry, "destination " + m.target + " is mounted twice");
+      if (!m.umount && !other.umount && other.target == m.target)
+        return bad(entry, "destination " + m.target + " is mounted twice");
     mounts.push_back(std::move(m));
   }
   return mounts;

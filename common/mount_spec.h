@@ -1,6 +1,7 @@
 // --container-mounts: SRC[:DST[:FLAGS]][,...], FLAGS joined by '+' as in Pyxis.
 // SRC is an absolute path, a path relative to the job's working directory
-// (starting with '.'), or "tmpfs" (a fresh tmpfs at DST).
+// (starting with '.'), "tmpfs" (a fresh tmpfs at DST) or "umount" (umount:DST[:nofail]:
+// what was mounted at DST before this entry is not, as Pyxis detaches it).
 #pragma once
 
 #include <string>
@@ -18,6 +19,8 @@ struct MountSpec {
   std::string propagation;  // empty: the runtime's default (rprivate)
   bool tmpfs = false;
   std::string tmpfs_options;  // checked size=, mode=, nr_inodes=, huge=, joined by ','
+  bool umount = false;        // umount:DST
+  bool nofail = false;        // umount:DST:nofail: nothing mounted at DST is no error
 
   bool operator==(const MountSpec&) const = default;
 };

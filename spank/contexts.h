@@ -4,6 +4,7 @@
 
 #include "spank/slurm_spank.h"
 
+#include <string>
 #include <vector>
 
 #include "spank/options.h"
@@ -17,6 +18,8 @@ struct PluginState {
 PluginState& plugin_state();
 
 int local_init_post_opt(spank_t sp);
+// srun, sbatch or salloc refuses the user's options: crisp's line, then the command ends.
+[[noreturn]] void refuse(const std::string& message);
 int remote_init_post_opt(spank_t sp);
 int remote_user_init(spank_t sp);
 int remote_task_init_privileged(spank_t sp);

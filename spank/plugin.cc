@@ -39,6 +39,9 @@ int on_option(int val, const char* optarg, int /*remote*/) {
   const crisp::OptionDef& d = crisp::option_defs().at(static_cast<size_t>(val));
   std::string value = crisp::option_value(d, optarg ? optarg : "");
   if (auto s = crisp::validate_option(d.key, value); !s) {
+    // In srun, sbatch or salloc, before anything is submitted (slurmstepd parses them again,
+    // already checked: there a failure is returned).
+    if (crisp::seam::context() != S_CTX_REMOTE) crisp::refuse(s.error());
     crisp::seam::user_error(s.error());
     return -1;
   }

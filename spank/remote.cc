@@ -31,7 +31,7 @@ struct StepState {
   // Errors before the tasks wait for them. Returned from init_post_opt, Slurm
   // would fail the launch (draining a batch step's node) with the message unseen:
   // slurmstepd's stderr is not yet the user's. task_init_privileged fails the tasks
-  // alone, and the first one prints it.
+  // alone (end_task), and the first one prints it.
   std::string error;
   ContainerOptions opts;
   StepContext step;  // its env is the step's, before Slurm binds each task to its GPUs
@@ -39,6 +39,7 @@ struct StepState {
   v1::CreateStepResponse container;
   StepNamespaces ns;  // opened in user_init: in slurmstepd, else in a clone of it (contain_spank)
   uint32_t tasks_started = 0, tasks_exited = 0;  // this node's, as slurmstepd forks and reaps them
+  std::string task_error;  // this task's (a forked child's own copy), from task_init_privileged
 };
 
 // crispd's own limit on a save (--container-save of a large container), and some.
@@ -59,10 +60,23 @@ void release(StepState& st) {
                      std::to_string(st.step.step_id) + ": " + resp.error() + " (the sweep will remove it)");
 }
 
-// Only the first local task prints: one line per step, not one per task.
-int fail_task(spank_t sp, const std::string& message) {
+// A task that cannot run in its container ends in task_init, before Slurm execs its command,
+// with exit status 1: Slurm reports that as the task's own (srun's status, the job FAILED
+// with its exit code, --kill-on-bad-exit) and adds nothing to crisp's one line. Returned as
+// an error from either callback, Slurm would print its own lines after ours ("spank:
+// required plugin ... failed", "spank_task_init_privileged failed", "fatal: ...").
+constexpr int kTaskFailedStatus = 1;
+
+// task_init_privileged's failure, kept for task_init (the same process, later).
+int defer_failure(StepState& st, const std::string& message) {
+  if (st.task_error.empty()) st.task_error = message;
+  return 0;
+}
+
+// Only the first local task prints: one line per step and node, not one per task.
+[[noreturn]] void end_task(spank_t sp, const std::string& message) {
   if (seam::local_task_id(sp) == 0) seam::user_error(message);
-  return -1;
+  seam::exit_task(kTaskFailedStatus);
 }
 
 // Kept for the tasks to print, and logged by slurmstepd for the admin.
@@ -164,15 +178,15 @@ int remote_user_init(spank_t sp) {
 int remote_task_init_privileged(spank_t sp) {
   StepState& st = step_state();
   if (!st.active) return 0;
-  if (!st.error.empty()) return fail_task(sp, st.error);
-  if (auto s = namespaces_here(st, seam::local_task_id(sp) == 0); !s) return fail_task(sp, s.error());
+  if (!st.error.empty()) return defer_failure(st, st.error);
+  if (auto s = namespaces_here(st, seam::local_task_id(sp) == 0); !s) return defer_failure(st, s.error());
   // PMIx's server directory exists only now that slurmstepd forks the tasks,
   // and its variables are set only after this callback: the path is Slurm's rule.
   std::vector<std::string> env = seam::job_env(sp);
   std::optional<std::string> pmix_dir;
   if (auto mpi = env_value(env, "SLURM_MPI_TYPE"); mpi && starts_with(*mpi, "pmix")) {
     auto spool = pmix_spool_dir(st.step.job_id, st.step.step_id);
-    if (!spool) return fail_task(sp, spool.error());
+    if (!spool) return defer_failure(st, spool.error());
     pmix_dir = *spool + "/pmix." + std::to_string(st.step.job_id) + "." + std::to_string(st.step.step_id);
   }
   // The container's processes (its holder, what an entrypoint left running)
@@ -181,12 +195,12 @@ int remote_task_init_privileged(spank_t sp) {
     SlurmLevel level = st.opts.name.empty() ? SlurmLevel::kStep
                        : plugin_state().config.global_scope ? SlurmLevel::kUser : SlurmLevel::kJob;
     if (auto s = adopt_container_processes(st.container.holder_pid(), level, st.step.job_id); !s)
-      return fail_task(sp, "cannot put the container in the job's cgroups: " + s.error());
+      return defer_failure(st, "cannot put the container in the job's cgroups: " + s.error());
   }
   Fd tree_fd;
   if (pmix_dir) {
     auto t = clone_host_tree(*pmix_dir);
-    if (!t) return fail_task(sp, t.error());
+    if (!t) return defer_failure(st, t.error());
     tree_fd = std::move(*t);
   }
   Status joined = Ok{};
@@ -195,13 +209,13 @@ int remote_task_init_privileged(spank_t sp) {
   if (joined) joined = join_mount_ns(st.ns.mnt.here());
   if (joined && tree_fd) joined = attach_tree(tree_fd.get(), *pmix_dir);
   tree_fd.reset();
-  if (!joined) return fail_task(sp, joined.error());
+  if (!joined) return defer_failure(st, joined.error());
   // This task is inside now; the user's process has no use for the fds.
   for (HeldNs* ns : {&st.ns.mnt, &st.ns.net, &st.ns.ipc, &st.ns.uts}) ns->reset();
   if (seam::local_task_id(sp) == 0 && !st.container.attached())
     for (const MountSpec& m : st.opts.mounts)
       if (m.propagation.ends_with("unbindable"))
-        if (auto s = make_unbindable(m.target, m.propagation == "runbindable"); !s) return fail_task(sp, s.error());
+        if (auto s = make_unbindable(m.target, m.propagation == "runbindable"); !s) return defer_failure(st, s.error());
   if (seam::local_task_id(sp) == 0) {
     if (st.container.running() && !st.opts.mounts.empty())
       seam::user_error("ignoring --container-mounts when attaching to a running container (" + st.opts.name + ")");
@@ -216,6 +230,7 @@ int remote_task_init_privileged(spank_t sp) {
 int remote_task_init(spank_t sp) {
   StepState& st = step_state();
   if (!st.active) return 0;
+  if (!st.task_error.empty()) end_task(sp, st.task_error);
   // The site's variables after the image's: where both set one, the site's wins (enroot's order).
   std::vector<std::string> image_env(st.container.image_env().begin(), st.container.image_env().end());
   image_env.insert(image_env.end(), st.container.site_env().begin(), st.container.site_env().end());
@@ -239,24 +254,24 @@ int remote_task_init(spank_t sp) {
   if (!dir.empty()) {
     if (dir.front() != '/') dir = "/" + dir;
     if (chdir(dir.c_str()) != 0)
-      return fail_task(sp, "cannot enter the working directory in the container: " + dir + ": " + errno_text(errno));
+      end_task(sp, "cannot enter the working directory in the container: " + dir + ": " + errno_text(errno));
     char cwd[PATH_MAX];
     edits.push_back({"PWD", getcwd(cwd, sizeof cwd) ? std::string(cwd) : dir});
   }
   if (st.opts.remap_root) edits.push_back({"HOME", "/root"});
-  if (auto s = seam::apply_env(sp, edits); !s) return fail_task(sp, s.error());
+  if (auto s = seam::apply_env(sp, edits); !s) end_task(sp, s.error());
   // Last: the user namespace leaves this task no rights over slurmstepd's setup. The
   // step's own (its keeper's, shared by its tasks and by steps attached to it), else one
   // of the task's.
   if (st.ns.user.recorded()) {
     Status entered = enter_ns(st.ns.user.here(), "user");
     st.ns.user.reset();
-    if (!entered) return fail_task(sp, entered.error());
+    if (!entered) end_task(sp, entered.error());
   } else if (st.opts.remap_root) {
-    if (auto s = remap_to_root(st.step.uid, st.step.gid); !s) return fail_task(sp, s.error());
+    if (auto s = remap_to_root(st.step.uid, st.step.gid); !s) end_task(sp, s.error());
   }
   if (st.step.uid != 0)
-    if (auto s = fake_id_calls(); !s) return fail_task(sp, s.error());
+    if (auto s = fake_id_calls(); !s) end_task(sp, s.error());
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/passwd.h"
 #include "common/slurm_ids.h"
@@ -128,5 +129,10 @@ void user_error(const std::string& message) { user_output("crisp: " + message + 
 void stepd_error(const std::string& message) { slurm_error("crisp: %s", message.c_str()); }
 
 void daemon_log(const std::string& message) { slurm_info("crisp: %s", message.c_str()); }
+
+void exit_command(int status) { std::exit(status); }
+
+// _exit: the child must not run slurmstepd's atexit handlers nor flush its stdio buffers.
+void exit_task(int status) { _exit(status); }
 
 }  // namespace crisp::seam

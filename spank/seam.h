@@ -46,5 +46,9 @@ void user_output(const std::string& text);
 void stepd_error(const std::string& message);
 // Logged by the Slurm daemon we run in (slurmd's or slurmstepd's log).
 void daemon_log(const std::string& message);
+// Ends srun, sbatch or salloc (the user's command, before it submitted anything) with status.
+[[noreturn]] void exit_command(int status);
+// Ends the task being set up (a forked child of slurmstepd, before its exec) with status.
+[[noreturn]] void exit_task(int status);
 
 }  // namespace crisp::seam

@@ -33,6 +33,8 @@ v1::CreateStepRequest build_create_request(const StepContext& step, const Contai
     b->set_target(m.target);
     b->set_readonly(m.readonly);
     b->set_propagation(m.propagation);
+    b->set_unmount(m.umount);
+    b->set_nofail(m.nofail);
   }
   if (config.mount_workdir) req.set_job_workdir(step.workdir);
   req.set_stepd_pid(step.stepd_pid);

@@ -45,7 +45,9 @@ Result<v1::CreateStepResponse> StepCreator::create_in_phases(const v1::CreateSte
   clock.begin("devices");
   if (auto s = p_.devices.plan(req, plan); !s) return s.take_error();
   clock.begin("image");
+  size_t binds_before_image = plan.user_mounts.size(), tmpfs_before_image = plan.tmpfs_mounts.size();
   if (auto s = p_.image.resolve(req, plan); !s) return s.take_error();
+  if (auto s = finish_unmounts(plan, binds_before_image, tmpfs_before_image); !s) return s.take_error();
 
   clock.begin("host");
   auto hold = hold_job(req, plan);

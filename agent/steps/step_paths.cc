@@ -29,19 +29,58 @@ v1::BindMount bind_mount_of(const SiteMountSpec& spec) {
   return m;
 }
 
-// The user's own paths, resolved with their credentials: what they name must be theirs to read.
-Status resolve_user_paths(const v1::CreateStepRequest& req, StepPlan& plan) {
-  for (const v1::BindMount& m : req.mounts()) {
-    if (m.tmpfs()) {
-      plan.tmpfs_mounts.push_back(m);
-      continue;
+namespace {
+
+bool at_or_under(const std::string& target, const std::string& path) {
+  std::string t = normalize_path(target);
+  return t == path || t.starts_with(path + "/");
+}
+
+// Erases v's elements from index i on whose mount is at or under path.
+template <class T, class Mount>
+void erase_under(std::vector<T>& v, size_t from, const std::string& path, Mount mount) {
+  for (size_t i = v.size(); i-- > from;)
+    if (at_or_under(mount(v[i]).target(), path)) v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
+}
+
+}  // namespace
+
+bool unmount_planned(StepPlan& plan, const std::string& path, size_t binds_from, size_t tmpfs_from) {
+  auto& binds = plan.user_mounts;
+  auto& tmpfs = plan.tmpfs_mounts;
+  auto bind_of = [](const std::pair<UserPath, v1::BindMount>& b) -> const v1::BindMount& { return b.second; };
+  auto itself = [](const v1::BindMount& m) -> const v1::BindMount& { return m; };
+  // runc mounts the binds in order, then the tmpfs: the top one at path is the last tmpfs there,
+  // else the last bind; what was mounted under path after it goes with it (a detach).
+  for (size_t i = tmpfs.size(); i-- > tmpfs_from;)
+    if (normalize_path(tmpfs[i].target()) == path) {
+      erase_under(tmpfs, i, path, itself);
+      return true;
     }
-    auto src = resolve_as_user(plan.creds, m.source());
-    if (!src && src.error_kind() == ErrorKind::kNotFound)
-      return fail("--container-mounts: source path does not exist: " + m.source());
-    if (!src) return fail("mount source " + src.error() + ": you must be able to reach it");
-    plan.user_mounts.emplace_back(std::move(*src), m);
+  for (size_t i = binds.size(); i-- > binds_from;)
+    if (normalize_path(binds[i].second.target()) == path) {
+      erase_under(binds, i, path, bind_of);
+      erase_under(tmpfs, tmpfs_from, path, itself);
+      return true;
+    }
+  return false;
+}
+
+Status finish_unmounts(StepPlan& plan, size_t binds_from, size_t tmpfs_from) {
+  for (const v1::BindMount& u : plan.pending_unmounts) {
+    std::string path = normalize_path(u.target());
+    if (unmount_planned(plan, path, binds_from, tmpfs_from) || u.nofail()) continue;
+    return fail("--container-mounts umount:" + path + ": nothing crisp mounts is at " + path +
+                " (the site's mounts, --container-mount-home's, the image's /etc/fstab's and earlier entries can be "
+                "unmounted; add :nofail to go on without it)");
   }
+  plan.pending_unmounts.clear();
+  return Ok{};
+}
+
+// The user's own paths, resolved with their credentials: what they name must be theirs to read.
+// $HOME first: enroot's hooks mount it before Pyxis's entries, which may mount over it or unmount it.
+Status resolve_user_paths(const v1::CreateStepRequest& req, StepPlan& plan) {
   auto home = home_of(req.uid());
   if (home) plan.home = *home;
   if (req.mount_home()) {
@@ -51,6 +90,22 @@ Status resolve_user_paths(const v1::CreateStepRequest& req, StepPlan& plan) {
     auto dir = resolve_as_user(plan.creds, path);
     if (!dir) return fail("--container-mount-home: your home directory " + dir.error());
     plan.user_mounts.emplace_back(std::move(*dir), bind_mount("", req.remap_root() ? "/root" : path, false));
+  }
+  for (const v1::BindMount& m : req.mounts()) {
+    if (m.unmount()) {
+      // What is planned so far (the site's, $HOME, earlier entries); the image's come later.
+      if (!unmount_planned(plan, normalize_path(m.target()), 0, 0)) plan.pending_unmounts.push_back(m);
+      continue;
+    }
+    if (m.tmpfs()) {
+      plan.tmpfs_mounts.push_back(m);
+      continue;
+    }
+    auto src = resolve_as_user(plan.creds, m.source());
+    if (!src && src.error_kind() == ErrorKind::kNotFound)
+      return fail("--container-mounts: source path does not exist: " + m.source());
+    if (!src) return fail("mount source " + src.error() + ": you must be able to reach it");
+    plan.user_mounts.emplace_back(std::move(*src), m);
   }
   // slurmd spooled it; slurmstepd (root) vouches for the path.
   if (!req.batch_script().empty())

@@ -18,6 +18,16 @@ v1::BindMount tmpfs_mount(const std::string& target, const std::string& options)
 
 Status resolve_user_paths(const v1::CreateStepRequest& req, StepPlan& plan);
 
+// --container-mounts umount:path (Pyxis's, which enroot detaches): the top planned mount at
+// path, among the binds from binds_from and the tmpfs from tmpfs_from on, is not mounted, nor
+// what was mounted under path after it; false: none there. resolve_user_paths applies it to
+// what was planned before the entry (the site's mounts, $HOME, earlier entries) and keeps
+// one that finds none in plan.pending_unmounts; finish_unmounts tries those on the image's
+// /etc/fstab mounts (planned from the given indexes on), and fails the step for one that
+// still finds none, unless it says nofail.
+bool unmount_planned(StepPlan& plan, const std::string& path, size_t binds_from, size_t tmpfs_from);
+Status finish_unmounts(StepPlan& plan, size_t binds_from, size_t tmpfs_from);
+
 // One fstab line of the user's own (an image's /etc/fstab, their enroot configuration's
 // mounts.d; the job's ${NAME} substituted), its place in messages "at" ("FILE:LINE: "): a bind
 // mount, read-write unless "ro", with its source resolved as the user's own mounts are (it is

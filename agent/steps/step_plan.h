@@ -51,6 +51,7 @@ struct StepPlan {
   std::unique_ptr<SparePool::Arrival> spare_arrival;
   // Resolved by the user now, staged under the container's mount root by the host phase.
   std::vector<std::pair<UserPath, v1::BindMount>> user_mounts;
+  std::vector<v1::BindMount> pending_unmounts;  // umount: entries for the image's mounts (step_paths.h)
   std::optional<UserPath> workdir;
   const PullWaiter* waiter = nullptr;  // the request's: told of a pull's progress, asked whether to go on
   std::string key;  // names what the step makes on the host: JOB.STEP, or JOB.UID.NAME

@@ -84,11 +84,18 @@ job_finished() { is_job_id "$1" && grep -qE 'JobState=(COMPLETED|FAILED|CANCELLE
 no_completing_job() { [[ -z $(squeue -h -t CG) ]]; }
 settle() { wait_until 30 no_completing_job; }
 one_crisp_line() { [[ $(grep -c '^crisp: ' <<<"$1") == 1 ]]; }
-# expect_crisp_error WHAT TEXT: the last run failed with exactly one "crisp:" line, containing TEXT.
+# Beside crisp's line, at most srun's own line for the tasks' exit (no SPANK error lines).
+nothing_but_srun_exit_line() {
+  [[ $(grep -v '^crisp: ' <<<"$1" | grep -cvE '^srun: error: [^ ]+: tasks? [0-9,-]+: Exited with exit code [0-9]+$') == 0 &&
+    $(grep -c '^srun: ' <<<"$1") -le 1 ]]
+}
+# expect_crisp_error WHAT TEXT: the last run failed with exactly one "crisp:" line, containing TEXT,
+# and at most srun's exit line beside it.
 expect_crisp_error() {
   expect "$1: srun fails" equals "$((RC != 0))" 1
   expect "$1: one crisp: line" one_crisp_line "$ERR"
   expect "$1: says '$2'" contains "$ERR" "$2"
+  expect "$1: nothing but srun's exit line beside it" nothing_but_srun_exit_line "$ERR"
 }
 
 # sbatch_wait SCRIPT NAME: submits SCRIPT as the test user and waits for its end; JOB is the

@@ -84,6 +84,45 @@ test_mount_home() {
   rm -f "/home/$TEST_USER/crisp-home-marker"
 }
 
+# Pyxis's umount:DST (mounts.bats): what --container-mount-home mounted is not there; an entry
+# after it may mount there again; nothing mounted at DST is one line, or nothing with nofail.
+test_umount_entries() {
+  local mounted='grep -c " /root " /proc/self/mountinfo || true'
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mount-home --container-remap-root sh -c "$mounted"
+  expect "--container-mount-home with --container-remap-root mounts the home at /root" equals "$OUT" 1
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mount-home --container-remap-root \
+    --container-mounts=umount:/root sh -c "$mounted"
+  expect "umount:/root: it is not mounted" equals "$RC $OUT" "0 0"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mount-home --container-remap-root \
+    --container-mounts=umount:/root,/var/tmp/crisp-it/ro:/root:ro sh -c "$mounted; cat /root/file"
+  expect "an entry after it mounts there again" equals "$OUT" $'1\nread-only-data'
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=umount:/opt true
+  expect_crisp_error "umount of what crisp did not mount" "--container-mounts umount:/opt: nothing crisp mounts is at /opt"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=umount:/opt:nofail echo ran
+  expect "... with nofail, the step runs" equals "$RC $OUT" "0 ran"
+}
+
+# A step crisp cannot run fails as Slurm's own failures do (srun's status, the job FAILED with
+# its exit code) and prints crisp's line and srun's exit line, none of Slurm's SPANK errors.
+test_a_failed_step_is_one_line_and_failed_for_slurm() {
+  run as_user "${SRUN[@]}" --container-image=127.0.0.1:5000/crisp-test/nosuch:1 true
+  expect_crisp_error "a missing image" "127.0.0.1:5000/crisp-test/nosuch:1"
+  run as_user "${SRUN[@]}" -n3 --container-image="$TEST_IMAGE" --container-mounts=/nonexistent-crisp/path/foo:/mnt true
+  expect_crisp_error "a missing mount source, three tasks" "--container-mounts: source path does not exist: /nonexistent-crisp/path/foo"
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=/root/crisp-it:/mnt true
+  expect_crisp_error "a source the user may not reach" "mount source /root/crisp-it: Permission denied"
+  # An image the registry refuses and a bad --container-name mode: test_registry_credentials,
+  # test_unsupported_and_malformed_options (expect_crisp_error checks every such line).
+  local script=$WORK/nosuch-image.sh
+  printf '#!/bin/sh\n#SBATCH --container-image=127.0.0.1:5000/crisp-test/nosuch:1\n#SBATCH --output=%s/nosuch-%%j.out\ntrue\n' \
+    "$WORK" >"$script"
+  sbatch_wait "$script" nosuch
+  local state; state=$(scontrol -o show job "$JOB" | grep -oE '(JobState|ExitCode)=[^ ]*' | tr '\n' ' ')
+  expect "a batch job whose image is missing ends FAILED, its exit code non-zero" matches "$state" \
+    '^JobState=FAILED ExitCode=[1-9][0-9]*:0 $'
+  expect "... its output holds crisp's line and nothing of Slurm's" equals "$(grep -c . <<<"$LOG") $(grep -c '^crisp: ' <<<"$LOG")" "1 1"
+}
+
 # no_tmpfs_of JOB: no tmpfs of any step of JOB is left (crispd's /run/crisp/tmpfs/JOB.STEP).
 no_tmpfs_of() { is_job_id "$1" && ! compgen -G "/run/crisp/tmpfs/$1.*" >/dev/null; }
 test_tmpfs_and_relative_mounts() {

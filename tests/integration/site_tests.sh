@@ -30,6 +30,9 @@ test_site_mount_and_variable_reach_every_container() {
   run as_user "${SRUN[@]}" --container-name=site-join sh -c 'echo $UCX_TLS'
   expect "a step that joins a named container gets the variables too" equals "$OUT" rc,sm
   run runuser -u "$TEST_USER" -- "${CRISPCTL[@]}" rm site-join
+  run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=umount:/opt/site-tools \
+    sh -c 'ls /opt/site-tools | wc -l; echo $UCX_TLS'
+  expect "a user's umount:DST leaves a site mount out of their container, as with Pyxis" equals "$OUT" $'0\nrc,sm'
   site_reset
 }
 

@@ -10,10 +10,44 @@
 #include <thread>
 
 #include "agent/cri/labels.h"
+#include "agent/steps/step_paths.h"
 #include "tests/unit/fake_cri.h"
 
 namespace crisp_test {
 namespace {
+
+std::vector<std::string> targets(const crisp::StepPlan& plan) {
+  std::vector<std::string> out;
+  for (const auto& [path, m] : plan.user_mounts) out.push_back(m.target());
+  for (const auto& m : plan.tmpfs_mounts) out.push_back("tmpfs " + m.target());
+  return out;
+}
+
+// umount:DST as enroot detaches it: the top mount at DST (runc makes the binds in order, then
+// the tmpfs) and what was mounted under DST after it; what is under it from before shows again.
+TEST(StepPaths, UmountTakesTheTopMountAtItsPathAndWhatWasMountedOnIt) {
+  crisp::StepPlan plan;
+  for (const char* t : {"/data/in", "/data", "/data/out", "/home/u", "/other"})
+    plan.user_mounts.emplace_back(crisp::UserPath{}, crisp::bind_mount("/src", t, false));
+  plan.tmpfs_mounts.push_back(crisp::tmpfs_mount("/data/tmp", ""));
+  plan.tmpfs_mounts.push_back(crisp::tmpfs_mount("/other", ""));
+  EXPECT_TRUE(crisp::unmount_planned(plan, "/data", 0, 0));
+  EXPECT_EQ(targets(plan), (std::vector<std::string>{"/data/in", "/home/u", "/other", "tmpfs /other"}))
+      << "/data/in was mounted before /data: it shows again";
+  EXPECT_TRUE(crisp::unmount_planned(plan, "/other", 0, 0));
+  EXPECT_EQ(targets(plan), (std::vector<std::string>{"/data/in", "/home/u", "/other"})) << "the tmpfs was on top";
+  EXPECT_FALSE(crisp::unmount_planned(plan, "/home", 0, 0)) << "nothing is mounted at /home itself";
+  EXPECT_FALSE(crisp::unmount_planned(plan, "/home/u", 2, 0)) << "only from the index given (the image's)";
+  plan.pending_unmounts.push_back(crisp::bind_mount("", "/nothing", false));
+  auto s = crisp::finish_unmounts(plan, 0, 0);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().find("--container-mounts umount:/nothing: nothing crisp mounts is at /nothing"), std::string::npos);
+  plan.pending_unmounts.back().set_nofail(true);
+  EXPECT_TRUE(crisp::finish_unmounts(plan, 0, 0).ok()) << "nofail";
+  plan.pending_unmounts = {crisp::bind_mount("", "/home/u/", false)};
+  EXPECT_TRUE(crisp::finish_unmounts(plan, 0, 0).ok());
+  EXPECT_EQ(targets(plan), (std::vector<std::string>{"/data/in", "/other"}));
+}
 
 TEST_F(AgentTest, TheRootFilesystemGoesToTheStepsUserOrTheCreateIsUndone) {
   auto s = settings();

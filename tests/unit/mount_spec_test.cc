@@ -43,8 +43,26 @@ TEST(MountSpec, TmpfsAndRelativeSources) {
   EXPECT_EQ(crisp::resolve_relative((*r)[1], "/home/u/job").source, "/home/u/job/./data");
   EXPECT_EQ(crisp::resolve_relative((*r)[2], "/w").source, "/w/../up");
   EXPECT_EQ(crisp::resolve_relative((*r)[0], "/w").source, "") << "a tmpfs has no source";
-  for (const char* bad : {"tmpfs", "./rel", "umount:/x"}) EXPECT_FALSE(parse_mounts(bad).ok()) << bad;
-  EXPECT_NE(parse_mounts("umount:/x").error().find("'umount' source is not supported"), std::string::npos);
+  for (const char* bad : {"tmpfs", "./rel"}) EXPECT_FALSE(parse_mounts(bad).ok()) << bad;
+}
+
+// Pyxis's umount:DST, with enroot's nofail and silent; it may name a destination an entry mounts.
+TEST(MountSpec, UmountEntries) {
+  auto r = parse_mounts("umount:/root,/data:/root,umount:/scratch//x/:nofail+silent");
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_TRUE((*r)[0].umount);
+  EXPECT_EQ((*r)[0].target, "/root");
+  EXPECT_EQ((*r)[0].source, "");
+  EXPECT_FALSE((*r)[0].nofail);
+  EXPECT_FALSE((*r)[1].umount);
+  EXPECT_TRUE((*r)[2].nofail);
+  EXPECT_EQ((*r)[2].target, "/scratch/x");
+  EXPECT_EQ(crisp::resolve_relative((*r)[0], "/w").source, "");
+  for (const char* bad : {"umount", "umount:x", "umount:/", "umount:/x:ro", "umount:/../x"})
+    EXPECT_FALSE(parse_mounts(bad).ok()) << bad;
+  EXPECT_NE(parse_mounts("umount").error().find("umount needs the path to unmount"), std::string::npos);
+  EXPECT_NE(parse_mounts("umount:/x:ro").error().find("unknown flag 'ro' for umount"), std::string::npos);
 }
 
 TEST(MountSpec, TmpfsOptionsAndUnbindable) {
