@@ -104,6 +104,13 @@ test_umount_entries() {
 
 # A step crisp cannot run fails as Slurm's own failures do (srun's status, the job FAILED with
 # its exit code) and prints crisp's line and srun's exit line, none of Slurm's SPANK errors.
+# batch_job OPTIONS: a batch job of `true` with #SBATCH OPTIONS (words), waited for (sbatch_wait).
+batch_job() {
+  local script=$WORK/failing-batch.sh
+  { echo '#!/bin/sh'; printf '#SBATCH %s\n' $1; echo "#SBATCH --output=$WORK/failing-%j.out"; echo true; } >"$script"
+  sbatch_wait "$script" failing
+}
+state_of() { scontrol -o show job "$1" | grep -oE '(JobState|ExitCode)=[^ ]*' | tr '\n' ' '; }
 test_a_failed_step_is_one_line_and_failed_for_slurm() {
   run as_user "${SRUN[@]}" --container-image=127.0.0.1:5000/crisp-test/nosuch:1 true
   expect_crisp_error "a missing image" "127.0.0.1:5000/crisp-test/nosuch:1"
@@ -111,16 +118,23 @@ test_a_failed_step_is_one_line_and_failed_for_slurm() {
   expect_crisp_error "a missing mount source, three tasks" "--container-mounts: source path does not exist: /nonexistent-crisp/path/foo"
   run as_user "${SRUN[@]}" --container-image="$TEST_IMAGE" --container-mounts=/root/crisp-it:/mnt true
   expect_crisp_error "a source the user may not reach" "mount source /root/crisp-it: Permission denied"
-  # An image the registry refuses and a bad --container-name mode: test_registry_credentials,
-  # test_unsupported_and_malformed_options (expect_crisp_error checks every such line).
-  local script=$WORK/nosuch-image.sh
-  printf '#!/bin/sh\n#SBATCH --container-image=127.0.0.1:5000/crisp-test/nosuch:1\n#SBATCH --output=%s/nosuch-%%j.out\ntrue\n' \
-    "$WORK" >"$script"
-  sbatch_wait "$script" nosuch
-  local state; state=$(scontrol -o show job "$JOB" | grep -oE '(JobState|ExitCode)=[^ ]*' | tr '\n' ' ')
-  expect "a batch job whose image is missing ends FAILED, its exit code non-zero" matches "$state" \
-    '^JobState=FAILED ExitCode=[1-9][0-9]*:0 $'
-  expect "... its output holds crisp's line and nothing of Slurm's" equals "$(grep -c . <<<"$LOG") $(grep -c '^crisp: ' <<<"$LOG")" "1 1"
+  # An image the registry refuses and a bad --container-name mode in srun: test_registry_credentials,
+  # test_unsupported_and_malformed_options (expect_crisp_error checks every such line). In sbatch:
+  local home=/home/$TEST_USER what options
+  rm -rf "$home/.config/enroot" "$home/.docker"
+  drop_private_image
+  for what in "missing image|--container-image=127.0.0.1:5000/crisp-test/nosuch:1" \
+    "missing mount source|--container-image=$TEST_IMAGE --container-mounts=/nonexistent-crisp/foo:/mnt" \
+    "refused image|--container-image=$PRIVATE_IMAGE"; do
+    options=${what#*|} what=${what%%|*}
+    batch_job "$options"
+    expect "a batch job with a $what ends FAILED, its exit code non-zero" matches "$(state_of "$JOB")" \
+      '^JobState=FAILED ExitCode=[1-9][0-9]*:0 $'
+    expect "... its output is crisp's line alone" equals "$(grep -c . <<<"$LOG") $(grep -c '^crisp: ' <<<"$LOG")" "1 1"
+  done
+  run as_user sbatch --container-image="$TEST_IMAGE" --container-name=x:sometimes --wrap true
+  expect_crisp_error "sbatch with a bad --container-name mode" "unknown mode 'sometimes'"
+  expect "... submits nothing" lacks "$OUT" "Submitted"
 }
 
 # no_tmpfs_of JOB: no tmpfs of any step of JOB is left (crispd's /run/crisp/tmpfs/JOB.STEP).
