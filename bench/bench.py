@@ -24,7 +24,7 @@ for flag in ("--out", "--registry", "--user", "--containerd", "--crispd-pidfile"
              "--sqsh-small", "--sqsh-large", "--restart-crispd"):
     P.add_argument(flag, required=True)
 P.add_argument("--crispd-log", action="append", required=True, help="crispd's logs, for its phase lines")
-P.add_argument("--spares", type=int, default=64, help="crispd's --spares in the spares-on runs")
+P.add_argument("--spares", type=int, default=8, help="crispd's --spares in the spares-on runs")
 P.add_argument("--runs", type=int, default=20)
 P.add_argument("--cold-runs", type=int, default=3)
 P.add_argument("--compute-runs", type=int, default=9)

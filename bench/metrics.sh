@@ -12,7 +12,7 @@ OUT=$CRISP_SRC/bench/results/metrics.md
 SAMPLES=$(mktemp)
 trap 'rm -f "$SAMPLES"; CRISPD_ARGS=${SAVED_ARGS:-} start_crispd >/dev/null 2>&1' EXIT
 SAVED_ARGS=$CRISPD_ARGS
-BASE_ARGS="--sweep-interval 5 --pull-stall-timeout 20 --spares ${CRISP_SPARES:-64} $FAKE_GPU_CRISPD_ARGS"
+BASE_ARGS="--sweep-interval 5 --pull-stall-timeout 20 --spares ${CRISP_SPARES:-8} $FAKE_GPU_CRISPD_ARGS"
 
 # one_round on|off: 10 jobs on node 1, each a step in the busybox image; their setup ms.
 one_round() {

@@ -28,7 +28,7 @@ RunTimeKill="$runtime kill -a %n.%u.%j.%s.%t"
 RunTimeDelete="$runtime delete --force %n.%u.%j.%s.%t"
 RunTimeRun="$runtime run %n.%u.%j.%s.%t -b %b"
 OCI
-trap 'rm -f /etc/slurm/oci.conf; "$CRISP_SRC/bench/crispd_spares.sh" "${CRISP_SPARES:-64}" >/dev/null 2>&1' EXIT
+trap 'rm -f /etc/slurm/oci.conf; "$CRISP_SRC/bench/crispd_spares.sh" "${CRISP_SPARES:-8}" >/dev/null 2>&1' EXIT
 # ctr runs its containers from its own namespace of the same containerd.
 ctr --address "$CONTAINERD_SOCK" -n crisp-bench images pull --plain-http "$REGISTRY/crisp-bench/small:1" >/dev/null
 

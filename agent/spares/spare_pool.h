@@ -34,7 +34,7 @@ struct Spare {
 
 struct SpareLimits {
   size_t per_node = 0;  // 0: no spares
-  size_t per_user = 32;
+  size_t per_user = 2;
   std::chrono::seconds grace{600};
 };
 

@@ -3,7 +3,7 @@
 # container made for it would show. Sourced by run.sh, which runs these only on
 # a cluster with spares (CRISP_SPARES is not 0); every other test runs either way.
 
-spares_on() { [[ ${CRISP_SPARES:-64} != 0 ]]; }
+spares_on() { [[ ${CRISP_SPARES:-8} != 0 ]]; }
 spares_not_here() { spares_on || echo "crispd runs without spares here (CRISP_SPARES=0)"; }
 # spare_ready UID [IMAGE]: crispd lists a spare of that user (and image) ready.
 spare_ready() {
