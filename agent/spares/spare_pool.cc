@@ -19,7 +19,7 @@ SparePool::Arrival::~Arrival() {
 size_t SparePool::held(const std::optional<uint32_t>& uid) const {
   size_t n = 0;
   for (const auto& [key, slot] : slots_)
-    if (!uid || key.uid == *uid) n += slot.making - slot.cancelled + slot.ready.size();
+    if (!uid || key.uid == *uid) n += slot.coming();
   return n;
 }
 
@@ -53,8 +53,7 @@ SparePool::Use SparePool::note_use(const SpareKey& key, int64_t now_ns) {
   std::lock_guard lock(mu_);
   Slot& slot = slots_[key];
   slot.last_use_ns = now_ns;
-  // Those being made but refused already (rm --spares) are not counted: they will not be ready.
-  while (slot.making - slot.cancelled + slot.ready.size() < slot.demand && room_for(key, use)) {
+  while (slot.coming() < slot.demand && room_for(key, use)) {
     slot.making++;
     use.make++;
   }

@@ -27,7 +27,7 @@ Status ContainerStarter::start(const v1::CreateStepRequest& req, StepPlan& plan,
   if (auto s = run_hooks(plan); !s) return s;
   // Last, so the hooks and the entrypoint saw the root containerd made.
   if (auto s = give_rootfs(req, plan); !s) return s;
-  if (!plan.file_entrypoint.empty()) clock.begin("entrypoint");
+  if (plan.file_rc) clock.begin("entrypoint");
   return run_file_entrypoint(req, plan);
 }
 
@@ -85,8 +85,8 @@ Status ContainerStarter::wait_for_holder(const v1::CreateStepRequest& req, StepP
 // A squashfs image's /etc/rc, in the file's root once it is the container's: its entrypoint
 // execs a second holder, whose environment is the step's, then that holder goes (SIGTERM).
 Status ContainerStarter::run_file_entrypoint(const v1::CreateStepRequest& req, StepPlan& plan) {
-  if (plan.file_entrypoint.empty()) return Ok{};
-  RootEntrypoint e{plan.pid, req.uid(), req.gid(), plan.creds.groups, plan.file_entrypoint, plan.in.env};
+  if (!plan.file_rc) return Ok{};
+  RootEntrypoint e{plan.pid, req.uid(), req.gid(), plan.creds.groups, {"/bin/sh", "/etc/rc"}, plan.in.env};
   e.argv.push_back(kHolderTarget);
   e.argv.push_back("0");
   for (const std::string& kv : req.entrypoint_env()) {  // the --container-env names, over the image's
@@ -96,7 +96,7 @@ Status ContainerStarter::run_file_entrypoint(const v1::CreateStepRequest& req, S
   }
   auto pid = start_entrypoint_in_root(e);
   if (!pid) return fail("cannot run the image's entrypoint: " + pid.error());
-  Status ran = wait_for_holder(req, plan, *pid, plan.file_entrypoint_name);
+  Status ran = wait_for_holder(req, plan, *pid, *plan.file_rc);
   kill(*pid, ran ? SIGTERM : SIGKILL);
   while (waitpid(*pid, nullptr, 0) < 0 && errno == EINTR) {
   }

@@ -26,7 +26,7 @@ Status StepHost::prepare(const v1::CreateStepRequest& req, StepPlan& plan, HostA
       return s;
     in.hca_view = host.hca_view();
   }
-  if (!in.entrypoint.empty() || !plan.file_entrypoint.empty()) {
+  if (!in.entrypoint.empty() || plan.file_rc) {
     // Its output explains a failing entrypoint, and is shown on request.
     if (auto s = prepare_log_directory(kLogDirectory, kLogDirectorySize); !s) return s;
     in.log_path = plan.key + ".log";

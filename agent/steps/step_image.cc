@@ -116,9 +116,8 @@ Status StepImage::open_file(const v1::CreateStepRequest& req, StepPlan& plan) {
     for (std::string& e : config.env) e = substitute_env(e, plan.job_env);
   config.working_dir = parse_enroot_workdir(rc);
   if (req.entrypoint() && !rc.empty()) {
-    plan.file_entrypoint = {"/bin/sh", "/etc/rc"};
     std::vector<std::string> words = parse_enroot_entrypoint(rc);
-    plan.file_entrypoint_name = words.empty() ? "/etc/rc" : "/etc/rc (entrypoint " + join(words, " ") + ")";
+    plan.file_rc = words.empty() ? "/etc/rc" : "/etc/rc (entrypoint " + join(words, " ") + ")";
   }
   use_config(path, config, plan);
   plan.in.env = config.env;

@@ -43,10 +43,9 @@ struct StepPlan {
   std::vector<v1::BindMount> tmpfs_mounts;  // the user's, the site's and the image's, made by the host phase
   Fd image_root;        // a squashfs image, mounted (squashfs_mount.h); the overlay takes it over
   Fd image_to_extract;  // or one the kernel must not read, extracted as the user (squashfs_tools.h)
-  // --container-entrypoint with a file holding an /etc/rc: the shell that runs it once the file
-  // is the root, as enroot starts a container (it sources /etc/rc.local, then execs the entrypoint).
-  std::vector<std::string> file_entrypoint;
-  std::string file_entrypoint_name;  // the entrypoint that /etc/rc execs, for a failure's line
+  // --container-entrypoint with a file holding an /etc/rc, run once the file is the root, as enroot
+  // starts a container (it sources /etc/rc.local, then execs the entrypoint): named for a failure's line.
+  std::optional<std::string> file_rc;
   // While the step is made: counts towards its spare key's demand (spare_pool.h).
   std::unique_ptr<SparePool::Arrival> spare_arrival;
   // Resolved by the user now, staged under the container's mount root by the host phase.

@@ -17,9 +17,7 @@ Result<std::string> UserSandboxes::create_container(uint32_t uid, const std::str
   if (std::optional<std::string> remembered = known(uid)) {
     auto lock = locks_.share_user(uid);
     if (known(uid) == remembered) {
-      if (clock) clock->begin("create");
-      auto id = cri_.create_container(*remembered, config, sandbox_config);
-      touch(*remembered);
+      auto id = create_in(*remembered, config, sandbox_config, clock);
       if (id) return id;
       // The sandbox may have gone without this crispd (containerd lost it, an admin removed
       // it): asked anew, once, under the whole lock.
@@ -29,10 +27,16 @@ Result<std::string> UserSandboxes::create_container(uint32_t uid, const std::str
   auto lock = locks_.lock_user(uid);
   auto sandbox = find_or_run(uid, sandbox_config);
   if (!sandbox) return sandbox.take_error();
-  if (clock) clock->begin("create");
-  auto id = cri_.create_container(*sandbox, config, sandbox_config);
-  touch(*sandbox);
+  auto id = create_in(*sandbox, config, sandbox_config, clock);
   if (!id) return fail("cannot create the step's container from " + image + ": " + id.error());
+  return id;
+}
+
+Result<std::string> UserSandboxes::create_in(const std::string& sandbox, const cri::ContainerConfig& config,
+                                             const cri::PodSandboxConfig& sandbox_config, PhaseClock* clock) {
+  if (clock) clock->begin("create");
+  auto id = cri_.create_container(sandbox, config, sandbox_config);
+  touch(sandbox);
   return id;
 }
 

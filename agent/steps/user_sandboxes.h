@@ -39,6 +39,9 @@ class UserSandboxes {
   Result<bool> remove_if_empty(const cri::PodSandbox& sandbox);
 
  private:
+  // The container in sandbox, its use noted; clock enters "create". Call with the user's lock held.
+  Result<std::string> create_in(const std::string& sandbox, const cri::ContainerConfig& config,
+                                const cri::PodSandboxConfig& sandbox_config, PhaseClock* clock);
   // Call with the user's lock held.
   Result<std::string> find_or_run(uint32_t uid, const cri::PodSandboxConfig& config);
   std::optional<std::string> known(uint32_t uid);

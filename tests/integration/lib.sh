@@ -92,7 +92,7 @@ nothing_but_srun_exit_line() {
 # expect_crisp_error WHAT TEXT: the last run failed with exactly one "crisp:" line, containing TEXT,
 # and at most srun's exit line beside it.
 expect_crisp_error() {
-  expect "$1: srun fails" equals "$((RC != 0))" 1
+  expect "$1: the command fails" equals "$((RC != 0))" 1
   expect "$1: one crisp: line" one_crisp_line "$ERR"
   expect "$1: says '$2'" contains "$ERR" "$2"
   expect "$1: nothing but srun's exit line beside it" nothing_but_srun_exit_line "$ERR"

@@ -3,10 +3,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <thread>
-#include <vector>
-
 #include "tests/unit/fake_cri.h"
 
 namespace crisp_test {
@@ -89,14 +85,7 @@ TEST_F(AgentTest, AUsersSandboxIsAskedForOnlyByTheirFirstCreateAndOnceMoreWhenGo
 TEST_F(AgentTest, AUsersStepsAreCreatedSideBySideInTheirSandbox) {
   ASSERT_TRUE(steps_->create(step(84, 0)).ok()) << "the sandbox made";
   fake_.create_delay = 50ms;
-  std::vector<std::thread> burst;
-  std::atomic<int> ok{0};
-  for (uint32_t i = 1; i <= 6; ++i)
-    burst.emplace_back([&, i] {
-      if (steps_->create(step(84, i)).ok()) ok++;
-    });
-  for (auto& t : burst) t.join();
-  EXPECT_EQ(ok, 6);
+  EXPECT_EQ(create_at_once(84, 1, 6), 6);
   EXPECT_GE(fake_.most_creating, 2) << "creates overlapped";
   EXPECT_LE(fake_.most_creating, 4) << "within the client's 4 task slots";
 }

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "agent/cri/labels.h"
 #include "agent/steps/step_paths.h"
@@ -78,14 +77,7 @@ TEST_F(AgentTest, TheRootFilesystemGoesToTheStepsUserOrTheCreateIsUndone) {
 
 TEST_F(AgentTest, ConcurrentStartsWaitForATaskSlotAndAllSucceed) {
   fake_.start_delay = 50ms;
-  std::vector<std::thread> threads;
-  std::atomic<int> ok{0};
-  for (uint32_t i = 0; i < 12; ++i)
-    threads.emplace_back([&, i] {
-      if (steps_->create(step(7, i)).ok()) ok++;
-    });
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(ok, 12);
+  EXPECT_EQ(create_at_once(7, 0, 12), 12);
   EXPECT_LE(fake_.most_starting, 4) << "the client was made with 4 task slots";
   EXPECT_GE(fake_.most_starting, 2) << "a job's steps still start side by side";
 }

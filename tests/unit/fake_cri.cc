@@ -269,6 +269,17 @@ crisp::v1::CreateStepRequest AgentTest::step(uint32_t job, uint32_t stepid, uint
   return r;
 }
 
+int AgentTest::create_at_once(uint32_t job, uint32_t first, uint32_t n) {
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (uint32_t i = first; i < first + n; ++i)
+    threads.emplace_back([&, i] {
+      if (steps_->create(step(job, i)).ok()) ok++;
+    });
+  for (auto& t : threads) t.join();
+  return ok;
+}
+
 std::string AgentTest::sandbox_of(const crisp::v1::CreateStepResponse& r) {
   std::lock_guard l(fake_.mu);
   auto it = fake_.containers.find(r.container_id());

@@ -119,6 +119,8 @@ class AgentTest : public ::testing::Test {
   // The fake's containers report this test's pid, so the "holder" is this binary.
   static NodeSetup settings();
   crisp::v1::CreateStepRequest step(uint32_t job, uint32_t stepid, uint32_t uid = 1000);
+  // Steps first..first+n-1 of job created at once, each on a thread of its own; how many succeeded.
+  int create_at_once(uint32_t job, uint32_t first, uint32_t n);
   // The sandbox the fake holds the step's container in.
   std::string sandbox_of(const crisp::v1::CreateStepResponse& r);
 
