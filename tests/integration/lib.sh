@@ -84,10 +84,14 @@ job_finished() { is_job_id "$1" && grep -qE 'JobState=(COMPLETED|FAILED|CANCELLE
 no_completing_job() { [[ -z $(squeue -h -t CG) ]]; }
 settle() { wait_until 30 no_completing_job; }
 one_crisp_line() { [[ $(grep -c '^crisp: ' <<<"$1") == 1 ]]; }
-# Beside crisp's line, at most srun's own line for the tasks' exit (no SPANK error lines).
+# Beside crisp's line, at most srun's own line for the tasks' exit (no SPANK error lines). srun's
+# notes that the job waited for its allocation are Slurm's scheduling, not crisp's: set aside.
+srun_waited='^srun: job [0-9]+ (queued and waiting for resources|has been allocated resources)$'
 nothing_but_srun_exit_line() {
-  [[ $(grep -v '^crisp: ' <<<"$1" | grep -cvE '^srun: error: [^ ]+: tasks? [0-9,-]+: Exited with exit code [0-9]+$') == 0 &&
-    $(grep -c '^srun: ' <<<"$1") -le 1 ]]
+  local rest
+  rest=$(grep -v '^crisp: ' <<<"$1" | grep -vE "$srun_waited")
+  [[ $(printf %s "$rest" | grep -cvE '^srun: error: [^ ]+: tasks? [0-9,-]+: Exited with exit code [0-9]+$') == 0 &&
+    $(printf %s "$rest" | grep -c '^srun: ') -le 1 ]]
 }
 # expect_crisp_error WHAT TEXT: the last run failed with exactly one "crisp:" line, containing TEXT,
 # and at most srun's exit line beside it.
