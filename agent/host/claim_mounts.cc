@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 
-#include "agent/host/child_steps.h"
 #include "agent/host/holder_process.h"
+#include "agent/host/light_child.h"
 #include "common/fd.h"
-#include "common/files.h"
 #include "common/mount_api.h"
 #include "common/strings.h"
 
@@ -21,16 +21,18 @@ namespace crisp {
 namespace {
 
 // Kernel work on the container's own directories: seconds would mean something is wrong.
-constexpr int kChildTimeoutMs = 10000;
+constexpr std::chrono::seconds kChildTimeout{10};
 // Each item's steps in the child's answer: (item + 1) * kStride + what failed.
 constexpr int kStride = 4;
 enum ItemStep { kMakePoint = 1, kAttach = 2, kMakeNode = 3 };
 
+// All the child needs, made before it: it shares crispd's memory and may not allocate.
 struct Prepared {
   const AttachRequest& req;
   int pidfd = -1;
   std::vector<Fd> trees;  // mounts' detached clones
   std::vector<bool> is_dir;
+  std::vector<std::vector<std::string>> mount_parts, device_parts;  // targets' path components
   std::vector<struct stat> nodes;  // devices' host files
 };
 
@@ -41,8 +43,12 @@ std::vector<std::string> parts_of(const std::string& path) {
   return out;
 }
 
-Fd open_dir_beneath(int dir, const std::string& name) {
-  return open_at(dir, name, O_PATH | O_DIRECTORY, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH);
+// name (one component) in dir, reached through no symlink.
+Fd open_beneath(int dir, const std::string& name, uint64_t flags) {
+  open_how how{};
+  how.flags = flags | O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
+  return Fd(static_cast<int>(syscall(SYS_openat2, dir, name.c_str(), &how, sizeof how)));
 }
 
 // mkdirat, then the owner the root's own files show, where dir is on the root's filesystem.
@@ -58,15 +64,15 @@ Fd parent_of(const Prepared& p, int root, dev_t root_dev, const std::vector<std:
   Fd dir(fcntl(root, F_DUPFD_CLOEXEC, 0));
   for (size_t i = 0; dir && i + 1 < parts.size(); ++i) {
     if (parts[i] == "..") return Fd();
-    Fd next = open_dir_beneath(dir.get(), parts[i]);
-    if (!next && errno == ENOENT && make_dir(p, dir.get(), root_dev, parts[i])) next = open_dir_beneath(dir.get(), parts[i]);
+    Fd next = open_beneath(dir.get(), parts[i], O_DIRECTORY);
+    if (!next && errno == ENOENT && make_dir(p, dir.get(), root_dev, parts[i]))
+      next = open_beneath(dir.get(), parts[i], O_DIRECTORY);
     dir = std::move(next);
   }
   return dir;
 }
 
-Fd mount_point(const Prepared& p, int root, dev_t root_dev, const std::string& target, bool is_dir) {
-  auto parts = parts_of(target);
+Fd mount_point(const Prepared& p, int root, dev_t root_dev, const std::vector<std::string>& parts, bool is_dir) {
   if (parts.empty() || parts.back() == "..") return Fd();
   Fd dir = parent_of(p, root, root_dev, parts);
   if (!dir) return dir;
@@ -81,12 +87,11 @@ Fd mount_point(const Prepared& p, int root, dev_t root_dev, const std::string& t
   } else if (errno != EEXIST) {
     return Fd();
   }
-  return open_at(dir.get(), name, O_PATH | (is_dir ? O_DIRECTORY : 0),
-                 RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH);
+  return open_beneath(dir.get(), name, is_dir ? O_DIRECTORY : 0);
 }
 
-bool make_node(const Prepared& p, int root, dev_t root_dev, const AttachDevice& d, const struct stat& host) {
-  auto parts = parts_of(d.target);
+bool make_node(const Prepared& p, int root, dev_t root_dev, const std::vector<std::string>& parts,
+               const struct stat& host) {
   if (parts.empty() || parts.back() == "..") return false;
   Fd dir = parent_of(p, root, root_dev, parts);
   const char* name = parts.back().c_str();
@@ -103,13 +108,13 @@ int child_steps(const Prepared& p) {
   if (!root || fstat(root.get(), &root_st) != 0) return 1;
   for (size_t i = 0; i < p.trees.size(); ++i) {
     int step = static_cast<int>(i + 1) * kStride;
-    Fd at = mount_point(p, root.get(), root_st.st_dev, p.req.mounts[i].target, p.is_dir[i]);
+    Fd at = mount_point(p, root.get(), root_st.st_dev, p.mount_parts[i], p.is_dir[i]);
     if (!at) return step + kMakePoint;
     if (syscall(SYS_move_mount, p.trees[i].get(), "", at.get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
       return step + kAttach;
   }
   for (size_t i = 0; i < p.nodes.size(); ++i)
-    if (!make_node(p, root.get(), root_st.st_dev, p.req.devices[i], p.nodes[i]))
+    if (!make_node(p, root.get(), root_st.st_dev, p.device_parts[i], p.nodes[i]))
       return static_cast<int>(p.trees.size() + i + 1) * kStride + kMakeNode;
   return 0;
 }
@@ -126,12 +131,14 @@ Status prepare(Prepared& p) {
     if (fstat(tree.get(), &st) != 0) return fail("fstat " + m.host_path + ": " + errno_text(errno));
     p.is_dir.push_back(S_ISDIR(st.st_mode));
     p.trees.push_back(std::move(tree));
+    p.mount_parts.push_back(parts_of(m.target));
   }
   for (const AttachDevice& d : p.req.devices) {
     struct stat st {};
     if (stat(d.host_path.c_str(), &st) != 0) return fail("device " + d.host_path + ": " + errno_text(errno));
     if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode)) return fail(d.host_path + " is not a device");
     p.nodes.push_back(st);
+    p.device_parts.push_back(parts_of(d.target));
   }
   return Ok{};
 }
@@ -141,19 +148,26 @@ Status prepare(Prepared& p) {
 Status attach_in_container(const AttachRequest& req) {
   auto holder = open_process(req.holder_pid, req.holder_start);
   if (!holder) return fail("the container's holder is gone: " + holder.error());
-  Prepared p{req, holder->get(), {}, {}, {}};
+  Prepared p{req, holder->get(), {}, {}, {}, {}, {}};
   if (auto s = prepare(p); !s) return s;
-  auto answer = run_child_steps([&] { return child_steps(p); }, kChildTimeoutMs);
-  if (!answer) return fail("the process attaching the step's mounts died or hung");
-  if (answer->step == 0) return Ok{};
-  if (answer->step < kStride) return fail("cannot enter the container's mount namespace: " + errno_text(answer->err));
-  size_t item = static_cast<size_t>(answer->step / kStride - 1);
-  int what = answer->step % kStride;
+  int err = 0;
+  auto step = run_light_child(
+      [&] {
+        int failed = child_steps(p);
+        err = errno;
+        return failed;
+      },
+      kChildTimeout);
+  if (!step) return fail("the process attaching the step's mounts " + step.error());
+  if (*step == 0) return Ok{};
+  if (*step < kStride) return fail("cannot enter the container's mount namespace: " + errno_text(err));
+  size_t item = static_cast<size_t>(*step / kStride - 1);
+  int what = *step % kStride;
   std::string target = item < req.mounts.size() ? req.mounts[item].target
                        : item - req.mounts.size() < req.devices.size() ? req.devices[item - req.mounts.size()].target
                                                                          : "?";
   const char* verb = what == kMakePoint ? "make the mount point " : what == kAttach ? "mount " : "make the device ";
-  return fail(std::string("cannot ") + verb + target + " in the container: " + errno_text(answer->err));
+  return fail(std::string("cannot ") + verb + target + " in the container: " + errno_text(err));
 }
 
 }  // namespace crisp

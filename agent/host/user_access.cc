@@ -1,12 +1,14 @@
 #include "agent/host/user_access.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +18,7 @@
 #include <cstring>
 #include <functional>
 
+#include "agent/host/light_child.h"
 #include "common/deadline.h"
 #include "common/passwd.h"
 #include "common/strings.h"
@@ -34,11 +37,23 @@ struct Reply {
 constexpr int32_t kNotRegular = -1;
 constexpr int32_t kTooLarge = -2;
 
-// The child runs only system calls on memory allocated before the fork:
-// another thread of crispd may have held a lock at that moment.
-using ChildWork = std::function<void(int sock)>;
+// Where the child answers: the socket, for the header and a descriptor; the bytes too unless
+// it shares crispd's memory (a light child), where they are already in the caller's buffer.
+struct Channel {
+  int sock;
+  bool shared;
+};
 
-void send_reply(int sock, Reply r, int fd = -1, const char* data = nullptr) {
+// The child runs only system calls on memory allocated before it was made: another thread
+// of crispd may hold a lock meanwhile (a light child shares crispd's heap).
+using ChildWork = std::function<void(const Channel&)>;
+
+// How the child is made (light_child.h): light first; whole (a fork taking the user's ids)
+// where the light one was refused, which a FUSE mount without allow_other does.
+enum class ChildKind { kLight, kWhole };
+
+void send_reply(const Channel& ch, Reply r, int fd = -1, const char* data = nullptr) {
+  const int sock = ch.sock;
   iovec iov{&r, sizeof r};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg{};
@@ -54,7 +69,7 @@ void send_reply(int sock, Reply r, int fd = -1, const char* data = nullptr) {
     std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
   }
   if (sendmsg(sock, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof r)) _exit(1);
-  for (size_t left = r.len; left > 0;) {
+  for (size_t left = ch.shared ? 0 : r.len; left > 0;) {
     ssize_t n = write(sock, data, left);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) _exit(1);
@@ -63,19 +78,34 @@ void send_reply(int sock, Reply r, int fd = -1, const char* data = nullptr) {
   }
 }
 
-[[noreturn]] void child_main(const UserCreds& creds, int sock,
-                             const ChildWork& work) {
-  // Nothing of crispd's stays open in a process the user's uid owns.
+// Nothing of crispd's stays open in a process working with the user's rights: a path such
+// as /proc/self/fd/N must not lead to it.
+void close_all_but(int sock) {
   if (sock > 3) close_range(3, static_cast<unsigned>(sock) - 1, 0);
   close_range(static_cast<unsigned>(sock) + 1, ~0u, 0);
+}
+
+[[noreturn]] void whole_child_main(const UserCreds& creds, int sock, const ChildWork& work) {
+  close_all_but(sock);
   if (!take_user_ids(creds.uid, creds.gid, creds.groups)) {
-    send_reply(sock, {errno, 0});
+    send_reply({sock, false}, {errno, 0});
     _exit(0);
   }
   // Changing uid left it undumpable: the user cannot ptrace it nor read its memory.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  work(sock);
+  work({sock, false});
   _exit(0);
+}
+
+// Its answer is the socket's: light_child.h's run_light_child reports only how it ended.
+int light_child_main(const UserCreds& creds, int sock, const ChildWork& work) {
+  close_all_but(sock);
+  if (!take_user_file_rights(creds.uid, creds.gid, creds.groups)) {
+    send_reply({sock, true}, {errno, 0});
+    return 0;
+  }
+  work({sock, true});
+  return 0;
 }
 
 // Receives the reply header and its descriptor, if any.
@@ -108,27 +138,48 @@ Result<Reply> receive_reply(int sock, Fd& fd, const Deadline& deadline) {
   }
 }
 
-// Runs work in a child with the user's credentials; data receives what it sends (at most max bytes).
-Result<Reply> run_as_user(const UserCreds& creds, const ChildWork& work, std::string* data, size_t max, Fd& fd,
-                          std::chrono::milliseconds timeout) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return fail("socketpair: " + errno_text(errno));
-  Fd ours(sv[0]), theirs(sv[1]);
+// The light child's run, whose answer is then waiting on the socket.
+Result<Reply> run_light(const UserCreds& creds, const ChildWork& work, int ours, int theirs, Fd& fd,
+                        std::chrono::milliseconds timeout) {
+  auto ended = run_light_child([&] { return light_child_main(creds, theirs, work); }, timeout);
+  if (!ended) return ended.take_error();
+  return receive_reply(ours, fd, Deadline(std::chrono::milliseconds(0)));
+}
+
+// The whole child's run: it answers while it runs, and is killed once it has (or the deadline passed).
+Result<Reply> run_whole(const UserCreds& creds, const ChildWork& work, int ours, Fd& theirs, std::string* data,
+                        size_t max, Fd& fd, std::chrono::milliseconds timeout) {
   pid_t pid = fork();
   if (pid < 0) return fail("fork: " + errno_text(errno));
-  if (pid == 0) child_main(creds, theirs.get(), work);
+  if (pid == 0) whole_child_main(creds, theirs.get(), work);
   theirs.reset();
   Deadline deadline(timeout);
-  auto reply = receive_reply(ours.get(), fd, deadline);
+  auto reply = receive_reply(ours, fd, deadline);
   if (reply && reply->len > max) reply = fail("sent more than was asked");
-  if (reply && data) {
-    data->resize(reply->len);
-    if (auto s = read_exactly(ours.get(), data->data(), reply->len, deadline); !s) reply = s.take_error();
-  }
+  if (reply && data && reply->len > 0)
+    if (auto s = read_exactly(ours, data->data(), reply->len, deadline); !s) reply = s.take_error();
   // Done or given up: nothing of it may outlive this call. Root may signal it; the user cannot save it.
   kill(pid, SIGKILL);
   while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
+  return reply;
+}
+
+// Runs work in a child with the user's rights. data, if any, is the buffer work reads into,
+// sized beyond max before: it ends holding what the child answered (at most max bytes).
+Result<Reply> run_as_user(const UserCreds& creds, const ChildWork& work, std::string* data, size_t max, Fd& fd,
+                          std::chrono::milliseconds timeout, ChildKind kind = ChildKind::kLight) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return fail("socketpair: " + errno_text(errno));
+  Fd ours(sv[0]), theirs(sv[1]);
+  auto reply = kind == ChildKind::kLight ? run_light(creds, work, ours.get(), theirs.get(), fd, timeout)
+                                         : run_whole(creds, work, ours.get(), theirs, data, max, fd, timeout);
+  if (kind == ChildKind::kLight && reply && (reply->err == EACCES || reply->err == EPERM)) {
+    fd.reset();
+    return run_as_user(creds, work, data, max, fd, timeout, ChildKind::kWhole);
+  }
+  if (reply && reply->len > max) reply = fail("sent more than was asked");
+  if (reply && data) data->resize(reply->len);
   return reply;
 }
 
@@ -142,25 +193,26 @@ std::string reason(const std::string& path, int32_t err, size_t max_bytes) {
 
 Result<std::optional<std::string>> read_file_as_user(const UserCreds& creds, const std::string& path,
                                                      size_t max_bytes, std::chrono::milliseconds timeout) {
-  std::string buffer(max_bytes + 1, '\0');  // the child's, allocated before it exists
-  auto work = [&](int sock) {
+  std::string data(max_bytes + 1, '\0');  // the child's buffer, allocated before it exists
+  auto work = [&](const Channel& ch) {
     // O_NONBLOCK: a FIFO opens at once, to be refused as not a regular file.
     int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     struct stat st {};
-    if (fd < 0 || fstat(fd, &st) != 0) return send_reply(sock, {errno, 0});
-    if (!S_ISREG(st.st_mode)) return send_reply(sock, {kNotRegular, 0});
+    struct statfs fs {};
+    if (fd < 0 || fstat(fd, &st) != 0 || fstatfs(fd, &fs) != 0) return send_reply(ch, {errno, 0});
+    // /proc's files are no user's data: /proc/self/environ would be crispd's.
+    if (!S_ISREG(st.st_mode) || fs.f_type == PROC_SUPER_MAGIC) return send_reply(ch, {kNotRegular, 0});
     size_t got = 0;
-    while (got < buffer.size()) {
-      ssize_t n = read(fd, buffer.data() + got, buffer.size() - got);
+    while (got < data.size()) {
+      ssize_t n = read(fd, data.data() + got, data.size() - got);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return send_reply(sock, {errno, 0});
+      if (n < 0) return send_reply(ch, {errno, 0});
       if (n == 0) break;
       got += static_cast<size_t>(n);
     }
-    if (got > max_bytes) return send_reply(sock, {kTooLarge, 0});
-    send_reply(sock, {0, static_cast<uint32_t>(got)}, -1, buffer.data());
+    if (got > max_bytes) return send_reply(ch, {kTooLarge, 0});
+    send_reply(ch, {0, static_cast<uint32_t>(got)}, -1, data.data());
   };
-  std::string data;
   Fd unused;
   auto reply = run_as_user(creds, work, &data, max_bytes, unused, timeout);
   if (!reply) return fail(reply.error_kind(), path + ": the reading process " + reply.error());
@@ -176,14 +228,14 @@ namespace {
 // resolve: openat2's RESOLVE_* flags for the user's lookup (0: open's own rules).
 Result<UserPath> open_with_rights(const UserCreds& creds, const std::string& path, int flags,
                                   std::chrono::milliseconds timeout, uint64_t resolve = 0) {
-  auto work = [&](int sock) {
+  auto work = [&](const Channel& ch) {
     open_how how{};
     how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
     how.mode = (flags & O_CREAT) ? 0644 : 0;  // the mode only matters to O_CREAT
     how.resolve = resolve;
     int fd = static_cast<int>(syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how));
-    if (fd < 0) return send_reply(sock, {errno, 0});
-    send_reply(sock, {0, 0}, fd);
+    if (fd < 0) return send_reply(ch, {errno, 0});
+    send_reply(ch, {0, 0}, fd);
   };
   UserPath out;
   auto reply = run_as_user(creds, work, nullptr, 0, out.fd, timeout);
@@ -214,7 +266,12 @@ Result<UserPath> open_as_user(const UserCreds& creds, const std::string& path, s
   // O_NONBLOCK: a FIFO opens at once, for the caller to refuse. No magic link
   // (/proc/PID/root/…, /dev/fd/N): what it leads to is not what its path says,
   // such as a file inside a container, which looks like root's.
-  return open_with_rights(creds, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, timeout, RESOLVE_NO_MAGICLINKS);
+  auto opened = open_with_rights(creds, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, timeout, RESOLVE_NO_MAGICLINKS);
+  // Nor a process's state: /proc/self/mem, opened by the child, would be crispd's memory.
+  struct statfs fs {};
+  if (opened && fstatfs(opened->fd.get(), &fs) != 0) return fail(path + ": " + errno_text(errno));
+  if (opened && fs.f_type == PROC_SUPER_MAGIC) return fail(path + " is not a regular file");
+  return opened;
 }
 
 Result<UserPath> create_beside_as_user(const UserCreds& creds, const std::string& path,
@@ -232,7 +289,7 @@ Result<UserPath> create_beside_as_user(const UserCreds& creds, const std::string
 
 Status rename_as_user(const UserCreds& creds, const std::string& from, const std::string& to,
                       std::chrono::milliseconds timeout) {
-  auto work = [&](int sock) { send_reply(sock, {rename(from.c_str(), to.c_str()) == 0 ? 0 : errno, 0}); };
+  auto work = [&](const Channel& ch) { send_reply(ch, {rename(from.c_str(), to.c_str()) == 0 ? 0 : errno, 0}); };
   Fd unused;
   auto reply = run_as_user(creds, work, nullptr, 0, unused, timeout);
   if (!reply) return fail(to + ": the renaming process " + reply.error());
@@ -241,7 +298,7 @@ Status rename_as_user(const UserCreds& creds, const std::string& from, const std
 }
 
 void unlink_as_user(const UserCreds& creds, const std::string& path, std::chrono::milliseconds timeout) {
-  auto work = [&](int sock) { send_reply(sock, {unlink(path.c_str()) == 0 ? 0 : errno, 0}); };
+  auto work = [&](const Channel& ch) { send_reply(ch, {unlink(path.c_str()) == 0 ? 0 : errno, 0}); };
   Fd unused;
   (void)run_as_user(creds, work, nullptr, 0, unused, timeout);
 }

@@ -18,6 +18,7 @@
 
 #include "agent/host/entrypoint.h"
 #include "agent/host/hca_view.h"
+#include "agent/host/light_child.h"
 #include "agent/host/host_artifacts.h"
 #include "agent/host/host_mounts.h"
 #include "agent/host/mount_info.h"
@@ -89,6 +90,17 @@ TEST_F(HostTest, ReadAsUserTakesRegularFilesOnlyAndIsBounded) {
   auto dir = crisp::read_file_as_user(nobody_, root_, 100);
   ASSERT_FALSE(dir.ok());
   EXPECT_EQ(dir.error(), root_ + " is not a regular file");
+  // The reading process's own state (the caller's environment, its memory) is no user's file;
+  // root's ids, which may open them, show that the kind of file refuses them.
+  ASSERT_EQ(symlink("/proc/self/environ", (root_ + "/environ").c_str()), 0);
+  EXPECT_FALSE(*crisp::read_file_as_user(nobody_, root_ + "/environ", 1 << 20)) << "not the user's to read";
+  auto proc = crisp::read_file_as_user({0, 0, {}}, root_ + "/environ", 1 << 20);
+  ASSERT_FALSE(proc.ok());
+  EXPECT_EQ(proc.error(), root_ + "/environ is not a regular file");
+  ASSERT_EQ(symlink("/proc/self/mem", (root_ + "/mem").c_str()), 0);
+  auto mem = crisp::open_as_user({0, 0, {}}, root_ + "/mem");
+  ASSERT_FALSE(mem.ok());
+  EXPECT_EQ(mem.error(), root_ + "/mem is not a regular file");
 }
 
 // The user's uid is taken by a child process only: a thread of crispd that
@@ -113,6 +125,59 @@ TEST_F(HostTest, NoThreadOfTheCallerEverCarriesTheUsersIds) {
   watcher.join();
   EXPECT_GT(looks, 10);
   EXPECT_EQ(seen_non_root, 0);
+}
+
+// A light child (a clone sharing the caller's memory) holds the user's file-system ids only:
+// its real, effective and saved ids stay root's, so no process of the user may signal or trace
+// it, and it has no capability in effect.
+TEST_F(HostTest, ALightChildHasTheUsersFileRightsAndNothingElse) {
+  write(root_ + "/secret", "s", 0600);
+  char status[4096] = {};
+  int read_err = 0;
+  auto value = crisp::run_light_child(
+      [&] {
+        if (!crisp::take_user_file_rights(kNobody, kNobody, {kNobody})) return 1;
+        int fd = open((root_ + "/secret").c_str(), O_RDONLY | O_CLOEXEC);
+        read_err = fd < 0 ? errno : 0;
+        int st = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+        if (st < 0 || read(st, status, sizeof status - 1) <= 0) return 2;
+        return 0;
+      },
+      std::chrono::seconds(5));
+  ASSERT_TRUE(value.ok()) << value.error();
+  ASSERT_EQ(*value, 0);
+  EXPECT_EQ(read_err, EACCES) << "root's 0600 file, checked as nobody";
+  std::string text(status);
+  EXPECT_NE(text.find("Uid:\t0\t0\t0\t65534\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Gid:\t0\t0\t0\t65534\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("CapEff:\t0000000000000000\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("CapPrm:\t0000000000000000\n"), std::string::npos) << text;
+  EXPECT_EQ(geteuid(), 0u) << "the caller keeps its own ids";
+}
+
+// A request that blocks (a FIFO with no writer, a hung FUSE mount) ends at the deadline, and
+// what the child closed stays open in the caller.
+TEST_F(HostTest, ALightChildIsKilledAtItsDeadline) {
+  ASSERT_EQ(mkfifo((root_ + "/fifo").c_str(), 0666), 0);
+  int mine = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(mine, 0);
+  auto t0 = std::chrono::steady_clock::now();
+  auto value = crisp::run_light_child(
+      [&] {
+        close_range(0, ~0u, 0);
+        return open((root_ + "/fifo").c_str(), O_RDONLY | O_CLOEXEC);
+      },
+      std::chrono::milliseconds(300));
+  auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(value.ok());
+  EXPECT_EQ(value.error_kind(), crisp::ErrorKind::kTimedOut);
+  EXPECT_GE(took, std::chrono::milliseconds(300));
+  EXPECT_LT(took, std::chrono::seconds(3));
+  EXPECT_EQ(fcntl(mine, F_GETFD), FD_CLOEXEC) << "the caller's descriptors are its own";
+  close(mine);
+  auto quick = crisp::run_light_child([] { return 7; }, std::chrono::seconds(5));
+  ASSERT_TRUE(quick.ok());
+  EXPECT_EQ(*quick, 7);
 }
 
 TEST_F(HostTest, ResolveAsUserChecksEveryStepWithTheUsersRights) {
