@@ -11,9 +11,12 @@
 #include <cerrno>
 #include <chrono>
 
+#include "agent/host/child_steps.h"
 #include "agent/host/holder_process.h"
 #include "agent/host/light_child.h"
+#include "agent/host/mount_info.h"
 #include "common/fd.h"
+#include "common/files.h"
 #include "common/mount_api.h"
 #include "common/strings.h"
 
@@ -143,13 +146,20 @@ Status prepare(Prepared& p) {
   return Ok{};
 }
 
-}  // namespace
+// Whether every mount point and device node is made where no lookup can block (the spare's
+// mounts are crispd's and runc's: the user has run nothing in it yet).
+bool walks_local_mounts(const Prepared& p) {
+  auto mountinfo = read_text("/proc/" + std::to_string(p.req.holder_pid) + "/mountinfo", 1u << 20);
+  if (!mountinfo) return false;
+  std::vector<std::string> paths;
+  for (const auto& parts : p.mount_parts) paths.push_back("/" + join(parts, "/"));
+  for (const auto& parts : p.device_parts) paths.push_back("/" + join(parts, "/"));
+  return made_on_local_mounts(parse_mountinfo(*mountinfo), paths);
+}
 
-Status attach_in_container(const AttachRequest& req) {
-  auto holder = open_process(req.holder_pid, req.holder_start);
-  if (!holder) return fail("the container's holder is gone: " + holder.error());
-  Prepared p{req, holder->get(), {}, {}, {}, {}, {}};
-  if (auto s = prepare(p); !s) return s;
+// Without a copy of crispd (light_child.h), waited for whole: its lookups cannot block. It
+// shares crispd's descriptors, so its exit closes (FLUSHes) none of them.
+Result<ChildAnswer> run_light(const Prepared& p) {
   int err = 0;
   auto step = run_light_child(
       [&] {
@@ -157,17 +167,36 @@ Status attach_in_container(const AttachRequest& req) {
         err = errno;
         return failed;
       },
-      kChildTimeout);
+      kChildTimeout, Files::kShared);
   if (!step) return fail("the process attaching the step's mounts " + step.error());
-  if (*step == 0) return Ok{};
-  if (*step < kStride) return fail("cannot enter the container's mount namespace: " + errno_text(err));
-  size_t item = static_cast<size_t>(*step / kStride - 1);
-  int what = *step % kStride;
+  return ChildAnswer{*step, err};
+}
+
+// A forked child, abandoned at the deadline: a lookup on a mount the step brings may block.
+Result<ChildAnswer> run_forked(const Prepared& p) {
+  auto answer = run_child_steps([&] { return child_steps(p); }, static_cast<int>(kChildTimeout.count() * 1000));
+  if (!answer) return fail("the process attaching the step's mounts died or hung");
+  return answer;
+}
+
+}  // namespace
+
+Status attach_in_container(const AttachRequest& req) {
+  auto holder = open_process(req.holder_pid, req.holder_start);
+  if (!holder) return fail("the container's holder is gone: " + holder.error());
+  Prepared p{req, holder->get(), {}, {}, {}, {}, {}};
+  if (auto s = prepare(p); !s) return s;
+  auto answer = walks_local_mounts(p) ? run_light(p) : run_forked(p);
+  if (!answer) return answer.take_error();
+  if (answer->step == 0) return Ok{};
+  if (answer->step < kStride) return fail("cannot enter the container's mount namespace: " + errno_text(answer->err));
+  size_t item = static_cast<size_t>(answer->step / kStride - 1);
+  int what = answer->step % kStride;
   std::string target = item < req.mounts.size() ? req.mounts[item].target
                        : item - req.mounts.size() < req.devices.size() ? req.devices[item - req.mounts.size()].target
                                                                          : "?";
   const char* verb = what == kMakePoint ? "make the mount point " : what == kAttach ? "mount " : "make the device ";
-  return fail(std::string("cannot ") + verb + target + " in the container: " + errno_text(err));
+  return fail(std::string("cannot ") + verb + target + " in the container: " + errno_text(answer->err));
 }
 
 }  // namespace crisp

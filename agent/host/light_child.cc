@@ -67,7 +67,7 @@ int child_main(void* arg) {
 
 }  // namespace
 
-Result<int> run_light_child(const std::function<int()>& fn, std::chrono::milliseconds timeout) {
+Result<int> run_light_child(const std::function<int()>& fn, std::chrono::milliseconds timeout, Files files) {
   Stack stack;
   if (!stack.top()) return fail("cannot map a child's stack: " + errno_text(errno));
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
@@ -76,7 +76,8 @@ Result<int> run_light_child(const std::function<int()>& fn, std::chrono::millise
   c.timer.it_value.tv_sec = us / 1000000;
   c.timer.it_value.tv_usec = us % 1000000;
   // Returns once the child has exited or been killed: it no longer uses the stack.
-  pid_t pid = clone(child_main, stack.top(), CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+  int flags = CLONE_VM | CLONE_VFORK | SIGCHLD | (files == Files::kShared ? CLONE_FILES : 0);
+  pid_t pid = clone(child_main, stack.top(), flags, &c);
   if (pid < 0) return fail("clone: " + errno_text(errno));
   int status = 0;
   while (waitpid(pid, &status, 0) < 0)
@@ -88,11 +89,12 @@ Result<int> run_light_child(const std::function<int()>& fn, std::chrono::millise
 
 bool take_user_file_rights(uint32_t uid, uint32_t gid, const std::vector<uint32_t>& groups) {
   static_assert(sizeof(gid_t) == sizeof(uint32_t));
-  // Raw system calls: glibc's would change every thread of crispd, whose memory this is.
-  if (syscall(SYS_setgroups, groups.size(), groups.data()) != 0) return false;
-  syscall(SYS_setfsgid, gid);
-  syscall(SYS_setfsuid, uid);
-  // setfs*id answer the previous id, never an error: asked again (-1 changes nothing).
+  // Raw system calls: glibc's would change every thread of crispd, whose memory this is. The
+  // effective ids set the file-system ones too; -1 leaves the real and saved ids root's.
+  if (syscall(SYS_setgroups, groups.size(), groups.data()) != 0 || syscall(SYS_setresgid, -1, gid, -1) != 0 ||
+      syscall(SYS_setresuid, -1, uid, -1) != 0)
+    return false;
+  // setfs*id answer the current id, never an error (-1 changes nothing): a check of the above.
   if (static_cast<uint32_t>(syscall(SYS_setfsgid, -1)) != gid || static_cast<uint32_t>(syscall(SYS_setfsuid, -1)) != uid) {
     errno = EPERM;
     return false;

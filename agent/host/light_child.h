@@ -6,12 +6,16 @@
 // The child shares crispd's memory while the calling thread waits, suspended, for its end:
 // - it may make system calls only: no allocation, no lock, nothing that throws (a child
 //   killed inside malloc would leave crispd's heap locked);
-// - it must never take another uid: a process of the user could then signal or trace a
-//   process holding crispd's memory. A user's rights are taken as file-system ids only
-//   (take_user_file_rights), its real, effective and saved ids staying root's;
-// - it has its own descriptor table, file-system root and working directory (a copy), so
-//   it may close descriptors, chdir and setns into a mount namespace.
-// Its timer kills it at the deadline (a hung FUSE or NFS request ends with it).
+// - its real and saved ids stay root's: a process of the user could otherwise signal or trace
+//   a process holding crispd's memory. A user's rights are its effective and file-system ids
+//   (take_user_file_rights);
+// - it has its own file-system root, working directory and umask (a copy), so it may chdir and
+//   setns into a mount namespace; its descriptor table is a copy (it may close them) or, with
+//   Files::kShared, crispd's own (what it opens is crispd's, and its exit closes nothing).
+// Its timer kills it at the deadline where its wait is interruptible (a FIFO, an NFS server); a
+// FUSE request its daemon has read, or a FLUSH on closing a FUSE file, waits in the kernel
+// until answered, and the caller with it: give it only work that cannot meet one (a copied
+// table's descriptors are closed at its exit, FLUSHing those on FUSE).
 #pragma once
 
 #include <chrono>
@@ -25,13 +29,16 @@ namespace crisp {
 
 // fn's value, or an error of kind kTimedOut (killed at the deadline) or another when the
 // child could not be made or died.
-Result<int> run_light_child(const std::function<int()>& fn, std::chrono::milliseconds timeout);
+enum class Files { kCopied, kShared };
+Result<int> run_light_child(const std::function<int()>& fn, std::chrono::milliseconds timeout,
+                            Files files = Files::kCopied);
 
-// In a light child: the user's file-system ids and groups, and no capability in effect
-// (none permitted either), so the kernel checks every path as the user's own process would.
-// The one difference: a FUSE mount its owner made without allow_other refuses it (FUSE
-// compares the real and effective ids); callers try such a refusal again with a forked child
-// that takes the user's ids whole. false with errno set.
+// In a light child: the user's effective and file-system ids and groups, and no capability
+// (none permitted either), so the kernel checks paths as the user's own process would (the
+// effective uid decides whose user namespaces it is the owner of, and sysctls' modes). What
+// still differs: a FUSE mount its owner made without allow_other admits only a process whose
+// real ids are the owner's too; callers ask again of a forked child that takes the user's ids
+// whole. false with errno set.
 bool take_user_file_rights(uint32_t uid, uint32_t gid, const std::vector<uint32_t>& groups);
 
 }  // namespace crisp

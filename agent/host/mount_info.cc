@@ -1,6 +1,7 @@
 #include "agent/host/mount_info.h"
 
 #include <optional>
+#include <set>
 
 #include "common/mount_api.h"
 #include "common/strings.h"
@@ -92,6 +93,18 @@ std::vector<LostAttrs> lost_attrs(const std::vector<MountInfoLine>& container, c
     if (uint64_t lost = want & ~restricting_attrs(l.options)) out.push_back({l.mount_point, lost});
   }
   return out;
+}
+
+bool made_on_local_mounts(const std::vector<MountInfoLine>& mounts, const std::vector<std::string>& paths) {
+  static const std::set<std::string> kLocal = {"overlay", "tmpfs",  "devtmpfs", "proc",   "sysfs",
+                                               "devpts",  "mqueue", "cgroup",   "cgroup2"};
+  for (size_t i = 0; i < paths.size(); ++i) {
+    for (size_t j = 0; j < i; ++j)
+      if (below(paths[i], paths[j])) return false;
+    for (const MountInfoLine& l : mounts)
+      if (below(paths[i], l.mount_point) && !kLocal.contains(l.fstype)) return false;
+  }
+  return true;
 }
 
 }  // namespace crisp

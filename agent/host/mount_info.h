@@ -48,4 +48,11 @@ struct LostAttrs {
 // directory reached through two host mounts keeps the restrictions of both).
 std::vector<LostAttrs> lost_attrs(const std::vector<MountInfoLine>& container, const std::vector<SourceAttrs>& sources);
 
+// Whether making paths (absolute and normal, in this order) in a namespace with these mounts
+// looks names up only in filesystems that cannot wait on anyone: the container's root overlay
+// and the kernel's own (tmpfs, proc, sysfs, ...), every mount at or above each path being one.
+// A path at or below an earlier one is not: what will be mounted there may be a user's FUSE
+// mount or a network filesystem, whose lookups can block without end.
+bool made_on_local_mounts(const std::vector<MountInfoLine>& mounts, const std::vector<std::string>& paths);
+
 }  // namespace crisp

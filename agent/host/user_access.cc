@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -78,10 +79,10 @@ void send_reply(const Channel& ch, Reply r, int fd = -1, const char* data = null
   }
 }
 
-// Nothing of crispd's stays open in a process working with the user's rights: a path such
-// as /proc/self/fd/N must not lead to it.
+// Nothing of crispd's stays open in a process working with the user's rights, its standard
+// streams included: a path such as /proc/self/fd/N or /dev/stdout must not lead to it.
 void close_all_but(int sock) {
-  if (sock > 3) close_range(3, static_cast<unsigned>(sock) - 1, 0);
+  if (sock > 0) close_range(0, static_cast<unsigned>(sock) - 1, 0);
   close_range(static_cast<unsigned>(sock) + 1, ~0u, 0);
 }
 
@@ -91,7 +92,9 @@ void close_all_but(int sock) {
     send_reply({sock, false}, {errno, 0});
     _exit(0);
   }
-  // Changing uid left it undumpable: the user cannot ptrace it nor read its memory.
+  // Changing uid left it undumpable unless fs.suid_dumpable is 1 (the kernel's insecure
+  // debugging setting): made so here too, so the user can neither trace it nor read its memory.
+  if (prctl(PR_SET_DUMPABLE, 0) != 0) _exit(1);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   work({sock, false});
   _exit(0);
@@ -104,6 +107,8 @@ int light_child_main(const UserCreds& creds, int sock, const ChildWork& work) {
     send_reply({sock, true}, {errno, 0});
     return 0;
   }
+  // Set after the ids, whose change clears it: a child waiting on a file dies with crispd.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
   work({sock, true});
   return 0;
 }
@@ -172,11 +177,15 @@ Result<Reply> run_as_user(const UserCreds& creds, const ChildWork& work, std::st
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return fail("socketpair: " + errno_text(errno));
   Fd ours(sv[0]), theirs(sv[1]);
+  auto start = std::chrono::steady_clock::now();
   auto reply = kind == ChildKind::kLight ? run_light(creds, work, ours.get(), theirs.get(), fd, timeout)
                                          : run_whole(creds, work, ours.get(), theirs, data, max, fd, timeout);
   if (kind == ChildKind::kLight && reply && (reply->err == EACCES || reply->err == EPERM)) {
     fd.reset();
-    return run_as_user(creds, work, data, max, fd, timeout, ChildKind::kWhole);
+    // Within the one deadline.
+    auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    return run_as_user(creds, work, data, max, fd, std::max(timeout - spent, std::chrono::milliseconds(1)),
+                       ChildKind::kWhole);
   }
   if (reply && reply->len > max) reply = fail("sent more than was asked");
   if (reply && data) data->resize(reply->len);

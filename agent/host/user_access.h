@@ -1,10 +1,12 @@
 // What crispd reads or names for a user, with that user's rights, never root's.
 //
-// The work runs in a short-lived forked child that takes the user's
-// credentials and passes back bytes or a descriptor: no thread of crispd ever
-// carries them (a process of that uid could signal such a thread and so stop
-// or kill the daemon), and a child the user stops, or a file that blocks (a
-// FIFO, a hung FUSE mount), is killed at a deadline.
+// The work runs in a short-lived child that takes the user's rights and passes
+// back bytes or a descriptor: no thread of crispd ever carries them (a process
+// of that uid could signal such a thread and so stop or kill the daemon), and
+// a child the user stops, or a file that blocks (a FIFO, a hung NFS server),
+// is killed at a deadline. The child is first a light one (light_child.h: the
+// user's effective and file-system ids, real and saved root's); a refusal is
+// asked again of a forked child with the user's ids whole.
 #pragma once
 
 #include <chrono>

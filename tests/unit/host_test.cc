@@ -127,9 +127,9 @@ TEST_F(HostTest, NoThreadOfTheCallerEverCarriesTheUsersIds) {
   EXPECT_EQ(seen_non_root, 0);
 }
 
-// A light child (a clone sharing the caller's memory) holds the user's file-system ids only:
-// its real, effective and saved ids stay root's, so no process of the user may signal or trace
-// it, and it has no capability in effect.
+// A light child (a clone sharing the caller's memory) holds the user's effective and
+// file-system ids only: its real and saved ids stay root's, so no process of the user may
+// signal or trace it, and it has no capability.
 TEST_F(HostTest, ALightChildHasTheUsersFileRightsAndNothingElse) {
   write(root_ + "/secret", "s", 0600);
   char status[4096] = {};
@@ -148,11 +148,56 @@ TEST_F(HostTest, ALightChildHasTheUsersFileRightsAndNothingElse) {
   ASSERT_EQ(*value, 0);
   EXPECT_EQ(read_err, EACCES) << "root's 0600 file, checked as nobody";
   std::string text(status);
-  EXPECT_NE(text.find("Uid:\t0\t0\t0\t65534\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("Gid:\t0\t0\t0\t65534\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Uid:\t0\t65534\t0\t65534\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Gid:\t0\t65534\t0\t65534\n"), std::string::npos) << text;
   EXPECT_NE(text.find("CapEff:\t0000000000000000\n"), std::string::npos) << text;
   EXPECT_NE(text.find("CapPrm:\t0000000000000000\n"), std::string::npos) << text;
   EXPECT_EQ(geteuid(), 0u) << "the caller keeps its own ids";
+}
+
+// A user namespace root made (as slurmstepd or runc do for a job) is owned by uid 0: a child
+// whose effective uid were root's would hold every capability in it, and so reach through
+// /proc/PID/cwd of the job's process past a directory the user it reads for cannot search.
+TEST_F(HostTest, ALightChildReachesNoProcessOfAnotherUserThroughProc) {
+  constexpr uid_t kOwner = 3000;
+  std::string top = root_ + "/theirs", dir = top + "/open";
+  ASSERT_EQ(mkdir(top.c_str(), 0700), 0);
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  write(dir + "/f", "private", 0644);
+  for (const std::string& p : {top, dir, dir + "/f"}) ASSERT_EQ(chown(p.c_str(), kOwner, kOwner), 0);
+  int go[2], ready[2];
+  ASSERT_EQ(pipe(go), 0);
+  ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {  // in a user namespace of root's, mapped 0 -> kOwner, its cwd the 0700 directory
+    char c;
+    if (unshare(CLONE_NEWUSER) != 0 || ::write(ready[1], "u", 1) != 1 || read(go[0], &c, 1) != 1) _exit(1);
+    if (setresgid(0, 0, 0) != 0 || setresuid(0, 0, 0) != 0 || chdir(dir.c_str()) != 0) _exit(2);
+    // A job's program: exec makes its memory the namespace's (and dumpable), as a job's is.
+    if (::write(ready[1], "r", 1) != 1) _exit(3);
+    execl("/bin/sleep", "sleep", "60", nullptr);
+    _exit(4);
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  for (const char* map : {"uid_map", "gid_map"}) {
+    std::ofstream("/proc/" + std::to_string(pid) + "/" + map) << "0 " << kOwner << " 1\n";
+  }
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  ASSERT_EQ(read(ready[0], &c, 1), 1) << "the job's process did not start";
+  close(ready[1]);
+  ASSERT_EQ(read(ready[0], &c, 1), 0) << "exec closes its end";
+  std::string through = "/proc/" + std::to_string(pid) + "/cwd/f";
+  auto root_reads = crisp::read_file_as_user({0, 0, {}}, through, 100);
+  auto nobody_reads = crisp::read_file_as_user(nobody_, through, 100);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  for (int fd : {go[0], go[1], ready[0]}) close(fd);
+  ASSERT_TRUE(root_reads.ok()) << root_reads.error();
+  EXPECT_EQ(root_reads->value_or(""), "private") << "the path is there for root";
+  ASSERT_TRUE(nobody_reads.ok()) << nobody_reads.error();
+  EXPECT_FALSE(*nobody_reads) << "read through another user's process";
 }
 
 // A request that blocks (a FIFO with no writer, a hung FUSE mount) ends at the deadline, and
@@ -280,6 +325,25 @@ TEST(UserRootfs, TheMountsOnTheContainersRoot) {
 
 // As runc 1.3 leaves them (recorded on Debian sid): the host's ro bind of /var/tmp/rosrc and
 // crispd's nosuid,nodev tmpfs, bound in with those cleared.
+// A claimed spare's mount points are made by a child its caller waits for whole: only where
+// no lookup can wait on a server or a user's FUSE daemon.
+TEST(MountInfo, MountPointsMadeOnLocalMountsOnly) {
+  auto mounts = crisp::parse_mountinfo(
+      "1 0 0:1 / / rw - overlay overlay rw\n"
+      "2 1 0:2 / /dev rw,nosuid - tmpfs tmpfs rw\n"
+      "3 1 0:3 / /proc rw - proc proc rw\n"
+      "4 1 0:4 /scratch /scratch rw - lustre 10.0.0.1@tcp:/fs rw\n"
+      "5 1 0:5 /u /home/u rw - fuse.sshfs u@h: rw\n"
+      "6 2 0:6 / /dev/shm rw - tmpfs shm rw\n");
+  EXPECT_TRUE(crisp::made_on_local_mounts(mounts, {"/home2", "/dev/nvidia0", "/dev/shm/x", "/opt/data"}));
+  EXPECT_FALSE(crisp::made_on_local_mounts(mounts, {"/scratch/u"})) << "a lookup on Lustre";
+  EXPECT_FALSE(crisp::made_on_local_mounts(mounts, {"/scratch"})) << "the mount point itself is Lustre's root";
+  EXPECT_FALSE(crisp::made_on_local_mounts(mounts, {"/home/u/x"})) << "a user's FUSE mount";
+  EXPECT_FALSE(crisp::made_on_local_mounts(mounts, {"/data", "/data/sub"})) << "under the step's own mount";
+  EXPECT_FALSE(crisp::made_on_local_mounts(mounts, {"/data", "/data"})) << "stacked on it";
+  EXPECT_TRUE(crisp::made_on_local_mounts(mounts, {"/data", "/database"}));
+}
+
 TEST(MountInfo, WhatTheRuntimesRemountClearedOfTheSources) {
   const std::string host =
       "22 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
@@ -324,7 +388,7 @@ TEST(UserRootfs, OnlyANamespaceRuncMadeIsUsed) {
   EXPECT_TRUE(mine.ok()) << mine.error();
   // A child that made a user and mount namespace of its own (any user may) is refused.
   int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
