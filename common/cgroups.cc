@@ -28,17 +28,25 @@ std::vector<pid_t> pids_in(const std::string& dir) {
 Status move_all(const std::string& from, const std::string& to, pid_t except) {
   Fd procs(open((to + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
   if (!procs) return fail("cannot open " + to + "/cgroup.procs: " + errno_text(errno));
-  // A process may fork while the others move: until none is left (or 20 rounds).
-  for (int round = 0; round < 20; ++round) {
+  auto others = [&] {
     std::vector<pid_t> pids = pids_in(from);
-    pids.erase(std::remove(pids.begin(), pids.end(), except), pids.end());
-    if (pids.empty()) return Ok{};
+    std::erase(pids, except);
+    return pids;
+  };
+  // A process may fork while the others move: until none is left (or 20 rounds). One that is
+  // exiting stays listed until its memory and files are freed, and the kernel moves it no more
+  // (PF_EXITING): it runs nothing of its own again, so it may stay, once written (the write
+  // moves the live threads of a leader that exited before them).
+  std::vector<pid_t> pids = others();
+  for (int round = 0; round < 20; ++round) {
     for (pid_t pid : pids) {
       std::string text = std::to_string(pid);
       // ESRCH: it exited meanwhile.
       if (write(procs.get(), text.data(), text.size()) < 0 && errno != ESRCH)
         return fail("cannot move process " + text + " into " + to + ": " + errno_text(errno));
     }
+    pids = others();
+    if (std::ranges::all_of(pids, process_exiting)) return Ok{};
   }
   return fail("the container's processes in " + from + " kept multiplying while they were moved");
 }

@@ -61,7 +61,10 @@ Result<std::string> read_text(const std::string& path, size_t max_bytes) {
 
 bool process_gone(int pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
 
-Result<uint64_t> process_start_time(int pid) {
+namespace {
+
+// Field n (counted from 1, as proc(5) does; n >= 3) of /proc/PID/stat.
+Result<uint64_t> stat_field(int pid, int n) {
   auto stat = read_text("/proc/" + std::to_string(pid) + "/stat", 4096);
   if (!stat) return stat.take_error();
   // The command name (field 2) may hold spaces and parentheses: count after the last ')'.
@@ -69,9 +72,19 @@ Result<uint64_t> process_start_time(int pid) {
   if (p == std::string::npos) return fail("process " + std::to_string(pid) + ": malformed stat");
   std::istringstream rest(stat->substr(p + 1));
   std::string field;
-  for (int i = 3; i <= 22 && rest >> field; ++i)
-    if (i == 22) return static_cast<uint64_t>(std::strtoull(field.c_str(), nullptr, 10));
+  for (int i = 3; i <= n && rest >> field; ++i)
+    if (i == n) return static_cast<uint64_t>(std::strtoull(field.c_str(), nullptr, 10));
   return fail("process " + std::to_string(pid) + ": malformed stat");
+}
+
+}  // namespace
+
+Result<uint64_t> process_start_time(int pid) { return stat_field(pid, 22); }
+
+bool process_exiting(int pid) {
+  constexpr uint64_t kPfExiting = 0x4;  // the kernel's PF_EXITING
+  auto flags = stat_field(pid, 9);
+  return !flags || (*flags & kPfExiting);
 }
 
 }  // namespace crisp

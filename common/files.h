@@ -29,6 +29,8 @@ Fd open_at(int dirfd, const std::string& path, uint64_t flags, uint64_t resolve)
 // When process pid started (field 22 of /proc/PID/stat, clock ticks after
 // boot): with the pid, it names one process, whatever pid reuse brings.
 Result<uint64_t> process_start_time(int pid);
+// Whether process pid is exiting or gone: it runs no more code of its own.
+bool process_exiting(int pid);
 // Whether process pid has exited (pid 0 or less names none: never).
 bool process_gone(int pid);
 

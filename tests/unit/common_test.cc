@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -98,6 +99,20 @@ TEST(Files, ReadTextIsBoundedAndNamesTheFile) {
   EXPECT_EQ(crisp::list_dir(dir), (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(crisp::list_dir(dir + "/c").empty());
   (void)!system(("rm -rf " + dir).c_str());
+}
+
+// What moving a container's processes into Slurm's cgroups may leave behind: a process that
+// exited (a zombie keeps PF_EXITING until reaped), or one gone; a running one is not.
+TEST(Files, ProcessExitingOnlyOnceItRunsNothingOfItsOwn) {
+  EXPECT_FALSE(crisp::process_exiting(getpid()));
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, child, &info, WEXITED | WNOWAIT), 0);  // a zombie, not reaped yet
+  EXPECT_TRUE(crisp::process_exiting(child));
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  EXPECT_TRUE(crisp::process_exiting(child)) << "gone";
 }
 
 TEST(Fd, ClosesOnceAndMoves) {
