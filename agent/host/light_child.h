@@ -12,10 +12,11 @@
 // - it has its own file-system root, working directory and umask (a copy), so it may chdir and
 //   setns into a mount namespace; its descriptor table is a copy (it may close them) or, with
 //   Files::kShared, crispd's own (what it opens is crispd's, and its exit closes nothing).
-// Its timer kills it at the deadline where its wait is interruptible (a FIFO, an NFS server); a
-// FUSE request its daemon has read, or a FLUSH on closing a FUSE file, waits in the kernel
-// until answered, and the caller with it: give it only work that cannot meet one (a copied
-// table's descriptors are closed at its exit, FLUSHing those on FUSE).
+// Its timer kills it at the deadline where its wait is killable (a FIFO, an NFS server); a FUSE
+// request its daemon has read, or a FLUSH on closing a FUSE file (a copied table's descriptors
+// are closed at its exit), waits in the kernel until answered, and the caller with it, as the
+// caller of a forked child waits in kill and waitpid: work that can meet a user's FUSE mount
+// (a path they name) holds crispd no longer than a forked child would.
 #pragma once
 
 #include <chrono>

@@ -170,7 +170,7 @@ TEST_F(HostTest, ALightChildReachesNoProcessOfAnotherUserThroughProc) {
   ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
-  if (pid == 0) {  // in a user namespace of root's, mapped 0 -> kOwner, its cwd the 0700 directory
+  if (pid == 0) {  // in a user namespace of root's, mapped 0 -> kOwner, its cwd under the 0700 directory
     char c;
     if (unshare(CLONE_NEWUSER) != 0 || ::write(ready[1], "u", 1) != 1 || read(go[0], &c, 1) != 1) _exit(1);
     if (setresgid(0, 0, 0) != 0 || setresuid(0, 0, 0) != 0 || chdir(dir.c_str()) != 0) _exit(2);
@@ -323,8 +323,6 @@ TEST(UserRootfs, TheMountsOnTheContainersRoot) {
   EXPECT_FALSE(crisp::root_children("").ok());
 }
 
-// As runc 1.3 leaves them (recorded on Debian sid): the host's ro bind of /var/tmp/rosrc and
-// crispd's nosuid,nodev tmpfs, bound in with those cleared.
 // A claimed spare's mount points are made by a child its caller waits for whole: only where
 // no lookup can wait on a server or a user's FUSE daemon.
 TEST(MountInfo, MountPointsMadeOnLocalMountsOnly) {
@@ -344,6 +342,8 @@ TEST(MountInfo, MountPointsMadeOnLocalMountsOnly) {
   EXPECT_TRUE(crisp::made_on_local_mounts(mounts, {"/data", "/database"}));
 }
 
+// As runc 1.3 leaves them (recorded on Debian sid): the host's ro bind of /var/tmp/rosrc and
+// crispd's nosuid,nodev tmpfs, bound in with those cleared.
 TEST(MountInfo, WhatTheRuntimesRemountClearedOfTheSources) {
   const std::string host =
       "22 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
@@ -388,7 +388,7 @@ TEST(UserRootfs, OnlyANamespaceRuncMadeIsUsed) {
   EXPECT_TRUE(mine.ok()) << mine.error();
   // A child that made a user and mount namespace of its own (any user may) is refused.
   int ready[2];
-  ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe(ready), 0);
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
