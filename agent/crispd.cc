@@ -60,7 +60,7 @@ struct Flags {
   crisp::DeviceRoots device_roots;
   int call_timeout = 30, pull_timeout = 1800, sweep_interval = 30, sandbox_grace = 120, entrypoint_timeout = 60,
       hook_timeout = 60;
-  size_t spares = 8, spares_per_user = 2;
+  size_t spares = 16, spares_per_user = 8;
   int spare_grace = 600;
   std::string claims_dir = "/run/crisp/claims";
   std::string site_config = "/etc/crisp";

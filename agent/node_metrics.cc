@@ -30,6 +30,8 @@ void add_node_metrics(Metrics& metrics, const CriClient& cri, const ImageStore& 
                       one(value_of(pulls.cached)));
   metrics.add_scraped("crisp_spares_ready", "Spare containers ready to be claimed", kGauge,
                       one([&spares] { return static_cast<double>(spares.ready()); }));
+  metrics.add_scraped("crisp_spares_making", "Spare containers being made", kGauge,
+                      one([&spares] { return static_cast<double>(spares.making()); }));
   metrics.add_scraped("process_resident_memory_bytes", "crispd's resident memory", kGauge, one(resident_bytes));
   metrics.add_scraped("process_open_fds", "crispd's open file descriptors", kGauge, one(open_descriptors));
   metrics.add_scraped("crisp_containerd_last_answer_age_seconds",

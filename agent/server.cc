@@ -178,6 +178,7 @@ v1::StatsResponse Server::stats() const {
   s.set_spares_passed_over(c.spares_passed_over);
   s.set_spares_removed(c.spares_removed);
   s.set_spares_ready(u_.spares.ready());
+  s.set_spares_making(u_.spares.making());
   return s;
 }
 

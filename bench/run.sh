@@ -36,6 +36,7 @@ mkdir -p "$CRISP_SRC/bench/results"
 /usr/bin/python3 "$CRISP_SRC/bench/bench.py" --out "$CRISP_SRC/bench/results" --registry "$REGISTRY" \
   --user "$TEST_USER" --containerd "$CONTAINERD_SOCK" --crispd-pidfile "$RUN/crispd.pid" \
   --restart-crispd "bash $CRISP_SRC/bench/crispd_spares.sh" --crispd-log "$LOGS/crispd.log" --crispd-log "$LOGS/crispd-n2.log" \
+  --crispd-metrics "$CRISPD_METRICS" --crispd-metrics "$NODE2_CRISPD_METRICS" \
   --bundle "$BENCH_DIR/bundle/small" --host-compute "$BENCH_DIR/compute" \
   --sqsh-small "$BENCH_DIR/small.sqsh" --sqsh-large "$BENCH_DIR/large.sqsh" \
   --crispctl "$PREFIX/bin/crispctl --socket $CRISPD_SOCK" "$@"

@@ -42,7 +42,7 @@ std::vector<std::pair<const char*, uint64_t>> stat_values(const crisp::v1::Stats
           {"prefetches", s.prefetches()},         {"prefetch_pulls", s.prefetch_pulls()},
           {"spares_made", s.spares_made()},       {"spares_claimed", s.spares_claimed()},
           {"spares_passed_over", s.spares_passed_over()}, {"spares_removed", s.spares_removed()},
-          {"spares_ready", s.spares_ready()}};
+          {"spares_ready", s.spares_ready()},     {"spares_making", s.spares_making()}};
 }
 
 // "name value" a line, or one JSON object.

@@ -155,4 +155,11 @@ size_t SparePool::ready() const {
   return n;
 }
 
+size_t SparePool::making() const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [key, slot] : slots_) n += slot.making - slot.cancelled;
+  return n;
+}
+
 }  // namespace crisp

@@ -34,7 +34,7 @@ struct Spare {
 
 struct SpareLimits {
   size_t per_node = 0;  // 0: no spares
-  size_t per_user = 2;
+  size_t per_user = 8;
   std::chrono::seconds grace{600};
 };
 
@@ -81,6 +81,8 @@ class SparePool {
   // Ready, or taken and not yet dropped.
   bool holds(const std::string& container_id) const;
   size_t ready() const;
+  // Being made and not refused: ready soon (a bench waits for none before a burst).
+  size_t making() const;
   const SpareLimits& limits() const { return limits_; }
 
  private:

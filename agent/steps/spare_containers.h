@@ -89,6 +89,7 @@ class SpareContainers {
   // Why the sweep removes c, a spare, if it does (not: claimed by a live step, or ready in the pool).
   RemovalCause to_remove(const cri::Container& c) const;
   size_t ready() const { return pool_.ready(); }
+  size_t making() const { return pool_.making(); }
 
  private:
   // The key a step's container would have as a spare, if it may be one.

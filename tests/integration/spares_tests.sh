@@ -49,16 +49,19 @@ burst_of() {
   done
   wait "${pids[@]}"
 }
+spares_made_all() { [[ $(stat_of spares_making) == 0 ]]; }
 test_a_burst_of_steps_finds_spares_for_the_next_burst() {
   local uid; uid=$(id -u "$TEST_USER")
   "${CRISPCTL[@]}" rm --spares >/dev/null
   settle
   burst_of 6
   expect "more than one spare is made after the burst" wait_until 30 at_least_spares "$uid" 2
+  expect "... and then no more" wait_until 30 spares_made_all
   settle
-  local claimed0; claimed0=$(stat_of spares_claimed)
+  local ready claimed0; ready=$(spares_of "$uid"); claimed0=$(stat_of spares_claimed)
+  expect "the burst's demand is kept ready, beyond the old limit of 2 a user" test "$ready" -ge 3
   burst_of 6
-  expect "the next burst claims more than one" test "$(($(stat_of spares_claimed) - claimed0))" -ge 2
+  expect "the next burst claims every one" equals "$(($(stat_of spares_claimed) - claimed0))" "$ready"
   "${CRISPCTL[@]}" rm --spares >/dev/null
 }
 

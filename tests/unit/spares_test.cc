@@ -135,11 +135,13 @@ TEST(SparePool, AsManySparesAsTheKeysStepsOnceMadeAtOnce) {
     EXPECT_EQ(pool.demand(a), 6u);
     EXPECT_EQ(pool.note_use(a, 1).make, 4u) << "the user's limit of 4";
     EXPECT_EQ(pool.note_use(a, 2).make, 0u) << "being made";
+    EXPECT_EQ(pool.making(), 4u);
   }
   EXPECT_EQ(pool.demand(a), 6u) << "kept after the burst";
   for (const char* id : {"s1", "s2", "s3"}) ASSERT_TRUE(pool.made(a, {id, "sha"}));
   pool.unmade(a);
   EXPECT_EQ(pool.ready(), 3u);
+  EXPECT_EQ(pool.making(), 0u) << "three made, one failed";
   EXPECT_EQ(pool.take(a)->id, "s1") << "the oldest first";
   EXPECT_EQ(pool.note_use(a, 3).make, 2u) << "back up to the user's limit: 2 ready and 2 more";
   auto use = pool.note_use(b, 4);
@@ -205,7 +207,9 @@ TEST(SparePool, RemovingAUsersSparesRefusesTheOneBeingMade) {
   ASSERT_TRUE(pool.note_use(b, 0).make);  // being made
   ASSERT_TRUE(pool.note_use(c, 0).make);
   ASSERT_TRUE(pool.made(c, {"c3", "sha"}));
+  EXPECT_EQ(pool.making(), 1u);
   auto gone = pool.take_all(1000u);
+  EXPECT_EQ(pool.making(), 0u) << "the one being made is refused: none will be ready";
   ASSERT_EQ(gone.size(), 1u);
   EXPECT_EQ(gone[0].id, "c1");
   EXPECT_FALSE(pool.made(b, {"c2", "sha"})) << "made after its user's spares were removed: refused";
