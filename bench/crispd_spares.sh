@@ -1,7 +1,8 @@
 #!/bin/bash
-# bench/crispd_spares.sh N: restarts both dev nodes' crispd with --spares N (0: none), for
-# bench.py's spares off/on halves; bench/run.sh restarts them as the cluster had them at its end.
-export CRISP_SPARES=$1
+# bench/crispd_spares.sh N [U]: restarts both dev nodes' crispd with --spares N (0: none) and
+# --spares-per-user U (crispd's default if not given), for bench.py's spares off/on halves and its
+# bursts; bench/run.sh restarts them as the cluster had them at its end.
+export CRISP_SPARES=$1 CRISP_SPARES_PER_USER=${2:-}
 source "$(dirname "$0")/../dev/lib.sh"
 source "$CRISP_SRC/dev/node2.sh"
 start_crispd

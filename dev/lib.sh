@@ -130,7 +130,7 @@ stop_daemon() {
 # more often than the default so tests see the safety net act quickly.
 # A short stall limit, so the stalled-registry test is quick (production default: 60 s).
 # CRISP_SPARES=0: the cluster without spare containers (every test passes either way).
-CRISPD_ARGS=${CRISPD_ARGS:---sweep-interval 5 --pull-stall-timeout 20 --spares ${CRISP_SPARES:-8} $FAKE_GPU_CRISPD_ARGS}
+CRISPD_ARGS=${CRISPD_ARGS:---sweep-interval 5 --pull-stall-timeout 20 --spares ${CRISP_SPARES:-8} ${CRISP_SPARES_PER_USER:+--spares-per-user $CRISP_SPARES_PER_USER} $FAKE_GPU_CRISPD_ARGS}
 # containerd 2.x does not report its sandbox image (containerd.toml names it).
 CRISPD_ARGS+=" --sandbox-image $SANDBOX_IMAGE"
 # The site's container configuration (crisp's and enroot's forms): the dev cluster's own,

@@ -56,7 +56,7 @@ double CriClient::seconds_since_answer() const {
 
 CriClient::CriClient(const std::string& endpoint, std::chrono::seconds call_timeout, std::chrono::seconds pull_timeout,
                      int parallel_tasks)
-    : call_timeout_(call_timeout), pull_timeout_(pull_timeout), task_slots_(parallel_tasks) {
+    : call_timeout_(call_timeout), pull_timeout_(pull_timeout), task_slots_(parallel_tasks), stop_slots_(parallel_tasks) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(32 << 20);
   channel_ = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
@@ -156,7 +156,9 @@ Status CriClient::reopen_container_log(const std::string& id) {
                 call_timeout_);
 }
 
-Status CriClient::stop_container(const std::string& id, int64_t timeout_s) {
+Status CriClient::stop_container(const std::string& id, int64_t timeout_s, const std::function<void()>& end_first) {
+  TaskSlot slot(stop_slots_);
+  if (end_first) end_first();
   cri::StopContainerRequest req;
   req.set_container_id(id);
   req.set_timeout(timeout_s);

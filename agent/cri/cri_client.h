@@ -4,11 +4,15 @@
 // and removal) are let through at most `parallel_tasks` at once: all of a sandbox's
 // containers share one shim, and a flood of them starves containerd's 2 s task-state query,
 // after which it builds a container against pid 0 ("namespace path: lstat /proc/0/ns/ipc").
-// StopContainer is not limited: it may wait out a step's grace period.
+// StopContainer takes none of those slots (it may wait out a step's grace period) but one
+// of as many others: a container in the node's pid namespace, as crisp's are, costs its
+// sandbox's shim a `runc kill --all` under the shim's one lock when its holder exits, and 32
+// holders ending at once starved the same state query.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,7 +57,9 @@ class CriClient {
   Result<std::string> create_container(const std::string& sandbox_id, const cri::ContainerConfig& config,
                                        const cri::PodSandboxConfig& sandbox_config);
   Status start_container(const std::string& id);
-  Status stop_container(const std::string& id, int64_t timeout_s);
+  // end_first (crispd's own end of the container's holder) runs in the same slot: the stop
+  // returns once containerd has noted the exit, so the shim has that many exits at most to handle.
+  Status stop_container(const std::string& id, int64_t timeout_s, const std::function<void()>& end_first = {});
   // containerd opens the container's log path anew (and closes the old file).
   Status reopen_container_log(const std::string& id);
   Status remove_container(const std::string& id);
@@ -86,6 +92,7 @@ class CriClient {
   std::chrono::seconds call_timeout_;
   std::chrono::seconds pull_timeout_;
   std::counting_semaphore<kMaxParallelTasks> task_slots_;
+  std::counting_semaphore<kMaxParallelTasks> stop_slots_;
 };
 
 }  // namespace crisp

@@ -35,8 +35,8 @@ Containers::Removed Containers::remove(const std::vector<cri::Container>& contai
     std::vector<std::string> adopted = adopted_cgroups(c);
     // Ended first, at once; containerd's stop then only notes the exit. Unknown to this
     // crispd, it exits on the stop's SIGTERM; remove alone would SIGKILL it.
-    (void)holders_.end(c.id());
-    if (auto s = cri_.stop_container(c.id(), stop_timeout_s_); !s) log_warn("stopping container " + c.id() + ": " + s.error());
+    auto end = [&] { (void)holders_.end(c.id()); };
+    if (auto s = cri_.stop_container(c.id(), stop_timeout_s_, end); !s) log_warn("stopping container " + c.id() + ": " + s.error());
     if (auto s = cri_.remove_container(c.id()); !s) {
       log_error("removing container " + c.id() + ": " + s.error());
       out.status = s;

@@ -46,6 +46,27 @@ TEST_F(AgentTest, AJobsEndEndsItsHoldersBeforeContainerdRemovesThem) {
   EXPECT_EQ(fake_.containers.begin()->second.state(), cri::CONTAINER_EXITED);
 }
 
+// Each holder's exit costs containerd's shim (one for a user's sandbox) a `runc kill --all` under
+// its one lock: a burst of step ends hands containerd a few exits at a time, the client's 4 slots.
+TEST_F(AgentTest, StepEndsHandContainerdAFewExitsAtATime) {
+  ASSERT_EQ(create_at_once(30, 0, 12), 12);
+  fake_.stop_delay = 30ms;
+  holders_ended = exits_unnoted = most_exits_unnoted = 0;
+  std::vector<std::thread> ends;
+  std::atomic<int> released{0};
+  for (uint32_t i = 0; i < 12; ++i)
+    ends.emplace_back([&, i] {
+      if (steps_->release_step(30, i).ok()) released++;
+    });
+  for (auto& t : ends) t.join();
+  EXPECT_EQ(released, 12);
+  EXPECT_EQ(holders_ended, 12);
+  EXPECT_GE(most_exits_unnoted, 2) << "ends overlapped";
+  EXPECT_LE(most_exits_unnoted, 4) << "no more holders dead than stops under way";
+  std::lock_guard l(fake_.mu);
+  EXPECT_TRUE(fake_.containers.empty());
+}
+
 // A job's mutex leaves the map at the job's end, but not while another thread
 // waits on it: that thread and a newcomer would each hold "the" job's lock.
 TEST_F(AgentTest, AJobsLockOutlivesItsEndWhileAThreadWaitsOnIt) {

@@ -46,11 +46,19 @@ bool matches(const google::protobuf::Map<std::string, std::string>& labels,
   return true;
 }
 
-// A call under way for delay: counted in now, the most at once in most.
-void busy(std::atomic<int>& now, std::atomic<int>& most, std::chrono::milliseconds delay) {
+}  // namespace
+
+void busy_since(std::atomic<int>& now, std::atomic<int>& most) {
   int n = ++now;
   for (int m = most; n > m && !most.compare_exchange_weak(m, n);) {
   }
+}
+
+namespace {
+
+// A call under way for delay: counted in now, the most at once in most.
+void busy(std::atomic<int>& now, std::atomic<int>& most, std::chrono::milliseconds delay) {
+  busy_since(now, most);
   std::this_thread::sleep_for(delay);
   --now;
 }
@@ -123,6 +131,9 @@ class FakeCriService final : public cri::RuntimeService::Service, public cri::Im
   }
   grpc::Status StopContainer(grpc::ServerContext*, const cri::StopContainerRequest* req,
                              cri::StopContainerResponse*) override {
+    std::this_thread::sleep_for(f.stop_delay);
+    for (int n = exits_unnoted; n > 0 && !exits_unnoted.compare_exchange_weak(n, n - 1);) {
+    }
     return stop(f.containers, req->container_id(), cri::CONTAINER_EXITED);
   }
   grpc::Status RemoveContainer(grpc::ServerContext*, const cri::RemoveContainerRequest* req,
@@ -235,7 +246,10 @@ NodeSetup AgentTest::settings() {
   s.config.start.holder_exe = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
   // The fake's "holder" is this test, not a container: the real thing is host_test's and the cluster's.
   // Nor may it be killed: the holders ended are counted instead.
-  s.seams.end_process = [](int) { ++holders_ended; };
+  s.seams.end_process = [](int) {
+    ++holders_ended;
+    busy_since(exits_unnoted, most_exits_unnoted);
+  };
   // A step's keeper: a child that waits, killed at the test's end.
   s.seams.start_session = [](const crisp::SessionRequest& r) -> crisp::Result<crisp::SessionKeeper> {
     last_session = r;

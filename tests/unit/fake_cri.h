@@ -50,6 +50,11 @@ bool within_10s(Pred pred) {
 // that a test watches so do nothing else that sleeps (a sleep_for is nanosleep).
 bool waits_on_a_lock(pid_t tid);
 
+// One more under way in now, the most at once in most.
+void busy_since(std::atomic<int>& now, std::atomic<int>& most);
+// Holders ended whose exit no StopContainer has noted yet (containerd's shim handles each), the most at once.
+inline std::atomic<int> exits_unnoted{0}, most_exits_unnoted{0};
+
 // What the fake containerd holds, how it is to fail, and what it was asked. As containerd, it
 // refuses a container in a sandbox it does not hold, and a container's name while another
 // container of its sandbox has it.
@@ -69,6 +74,7 @@ class FakeCri {
   std::atomic<int> starting{0}, most_starting{0};
   std::chrono::milliseconds create_delay{0};
   std::atomic<int> creating{0}, most_creating{0};
+  std::chrono::milliseconds stop_delay{0};
   bool fail_start = false;
   bool fail_create = false;
   std::string refuse_user;  // the registry refuses this user's credentials
