@@ -87,7 +87,7 @@ void add_runtime_flags(CLI::App& app, Flags& f) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--parallel-tasks", f.parallel_tasks,
-                 "containers created, started or removed at once (0: one per CPU); more wait their turn")
+                 "containers created, started, ended or removed at once (0: one per CPU); more wait their turn")
       ->check(CLI::Range(0, crisp::CriClient::kMaxParallelTasks))
       ->capture_default_str();
   app.add_option("--sweep-interval", f.sweep_interval, "seconds between reconcile sweeps")->capture_default_str();
