@@ -36,7 +36,7 @@ NodeUnits::NodeUnits(CriClient& cri_client, ImageStore& image_store, Metrics& no
       creator({locks, sandboxes, containers, sessions, holders, starter, named, spares, devices, image, host, site},
               config.node,
               metrics),
-      ends(locks, containers, sessions, metrics),
+      ends(locks, containers, sessions, spares, metrics),
       saver(cri, config.squashfs),
       importer(requests, config.start.snapshots, config.squashfs, config.host.dirs.imports, config.imports_per_user,
                config.imports_per_node) {}

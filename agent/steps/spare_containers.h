@@ -65,8 +65,8 @@ class SpareContainers {
   // The spares still unclaimed are removed.
   ~SpareContainers();
 
-  // While one lives, a step's container is being made: spares wait for none, nor for a
-  // moment after (the step's tasks start then).
+  // While one lives, a step's container is being made or removed: spares wait for none, nor
+  // for a moment after (the step's tasks start then; a burst's next steps are still coming).
   class Busy {
    public:
     explicit Busy(SpareContainers& spares);
@@ -111,8 +111,8 @@ class SpareContainers {
   const MountAttacher attach_;
   Metrics& metrics_;
   const int64_t started_ns_;  // when this crispd started: older unclaimed spares are a previous one's
-  std::atomic<int> creating_{0};        // creates under way
-  std::atomic<int64_t> created_ns_{0};  // when the last one ended
+  std::atomic<int> busy_{0};                // steps' creates and removals under way
+  std::atomic<int64_t> idle_since_ns_{0};  // when the last one ended
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<SpareKey, std::string>> queue_;  // keys to make, with the user's name

@@ -1,6 +1,6 @@
 // StepEnds: the end of a step, of a job (its processes first, what its epilog waits for,
 // then its containers) and of a named container a user removes. Calls: JobLocks,
-// Containers, StepSessions, Metrics.
+// Containers, StepSessions, SpareContainers (its maker waits for removals), Metrics.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 
 #include "agent/steps/containers.h"
 #include "agent/steps/job_locks.h"
+#include "agent/steps/spare_containers.h"
 #include "agent/steps/step_sessions.h"
 #include "crisp.pb.h"
 
@@ -18,8 +19,8 @@ class Metrics;
 
 class StepEnds {
  public:
-  StepEnds(JobLocks& locks, Containers& containers, StepSessions& sessions, Metrics& metrics)
-      : locks_(locks), containers_(containers), sessions_(sessions), metrics_(metrics) {}
+  StepEnds(JobLocks& locks, Containers& containers, StepSessions& sessions, SpareContainers& spares, Metrics& metrics)
+      : locks_(locks), containers_(containers), sessions_(sessions), spares_(spares), metrics_(metrics) {}
 
   // A release may be answered before containerd's stop and removal, 70 ms a container:
   // a step's end (and so srun) need not wait for them, nor a job's epilog (and so the
@@ -37,6 +38,7 @@ class StepEnds {
   JobLocks& locks_;
   Containers& containers_;
   StepSessions& sessions_;
+  SpareContainers& spares_;
   Metrics& metrics_;
 };
 

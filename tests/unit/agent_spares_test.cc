@@ -91,5 +91,22 @@ TEST_F(AgentTest, ASpareIsClaimedOnceByItsUserAndGoesWithTheStep) {
   EXPECT_EQ(sample(m, "crisp_setup_phase_seconds", {{"kind", "new"}, {"phase", "start"}}), 3);
 }
 
+// A spare is made only once no step's container is being made or removed, nor was a moment
+// ago: a burst's steps end while its later ones are still launched, and runc's work for a
+// spare would slow them.
+TEST_F(AgentTest, NoSpareIsMadeWhileAStepsContainerIsBeingRemoved) {
+  auto s = settings();
+  s.config.spares = {8, 2, 600s};
+  Node steps(*client_, *images_, s);
+  ASSERT_TRUE(steps.create(step(60, 0, 1000)).ok());
+  fake_.stop_delay = 1000ms;
+  std::thread release([&] { EXPECT_TRUE(steps.release_step(60, 0).ok()); });
+  std::this_thread::sleep_for(700ms);
+  EXPECT_EQ(steps.units.spares.ready(), 0u) << "none made while the step's container is removed";
+  EXPECT_EQ(steps.units.spares.making(), 1u) << "the one the step asked for waits";
+  release.join();
+  EXPECT_TRUE(within_10s([&] { return steps.units.spares.ready() == 1; })) << "made once the removal is over";
+}
+
 }  // namespace
 }  // namespace crisp_test
