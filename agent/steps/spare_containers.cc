@@ -66,10 +66,17 @@ SpareContainers::~SpareContainers() {
   if (uint64_t n = remove(std::nullopt)) log_info("removed " + std::to_string(n) + " spare container(s)");
 }
 
-SpareContainers::Busy::Busy(SpareContainers& spares) : spares_(spares) { spares_.busy_++; }
+SpareContainers::Busy::Busy(SpareContainers& spares, Work work) : spares_(spares), work_(work) {
+  spares_.busy_[static_cast<int>(work_)]++;
+}
 SpareContainers::Busy::~Busy() {
-  spares_.idle_since_ns_ = now_ns();
-  spares_.busy_--;
+  spares_.idle_since_ns_[static_cast<int>(work_)] = now_ns();
+  spares_.busy_[static_cast<int>(work_)]--;
+}
+
+bool SpareContainers::waits_for(Work work) const {
+  int i = static_cast<int>(work);
+  return busy_[i] > 0 || now_ns() - idle_since_ns_[i] < kQuietNs;
 }
 
 std::optional<SpareKey> SpareContainers::key_of(const v1::CreateStepRequest& req, const StepPlan& plan) const {
@@ -142,14 +149,14 @@ void SpareContainers::want(const v1::CreateStepRequest& req, const StepPlan& pla
   cv_.notify_one();
 }
 
-// One at a time, only while no step's container is being made or removed nor was a moment
-// ago: a spare never delays a step.
+// One at a time, only while no step's container is being made (nor, for a burst's refill,
+// removed) nor was a moment ago: a spare never delays a step.
 void SpareContainers::loop() {
   std::unique_lock lock(mu_);
   for (;;) {
     cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (stop_) return;
-    if (busy_ > 0 || now_ns() - idle_since_ns_ < kQuietNs) {
+    if (waits_for(Work::kCreate) || (queue_.size() > 1 && waits_for(Work::kRemove))) {
       cv_.wait_for(lock, kBusyWait, [this] { return stop_; });
       continue;
     }

@@ -65,17 +65,22 @@ class SpareContainers {
   // The spares still unclaimed are removed.
   ~SpareContainers();
 
-  // While one lives, a step's container is being made or removed: spares wait for none, nor
-  // for a moment after (the step's tasks start then; a burst's next steps are still coming).
+  // While one lives, a step's container is being made (kCreate) or removed (kRemove): spares
+  // wait for no create, nor for a moment after (the step's tasks start then). A burst's refill
+  // (more than one spare to make) waits for removals too: the burst's first steps end while
+  // its last are still being launched. One spare, a step's after another's, does not: it is
+  // to be ready for the next step.
+  enum class Work { kCreate, kRemove };
   class Busy {
    public:
-    explicit Busy(SpareContainers& spares);
+    Busy(SpareContainers& spares, Work work);
     ~Busy();
     Busy(const Busy&) = delete;
     Busy& operator=(const Busy&) = delete;
 
    private:
     SpareContainers& spares_;
+    const Work work_;
   };
 
   // The step's container as a claimed spare, its mounts and devices attached; "": none to claim.
@@ -111,8 +116,10 @@ class SpareContainers {
   const MountAttacher attach_;
   Metrics& metrics_;
   const int64_t started_ns_;  // when this crispd started: older unclaimed spares are a previous one's
-  std::atomic<int> busy_{0};                // steps' creates and removals under way
-  std::atomic<int64_t> idle_since_ns_{0};  // when the last one ended
+  // Steps' creates and removals (by Work) under way, and when the last of each ended.
+  std::atomic<int> busy_[2] = {0, 0};
+  std::atomic<int64_t> idle_since_ns_[2] = {0, 0};
+  bool waits_for(Work work) const;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<SpareKey, std::string>> queue_;  // keys to make, with the user's name

@@ -23,7 +23,7 @@ Result<v1::ReleaseResponse> StepEnds::release_step(uint32_t job_id, uint32_t ste
                                                    const std::function<void()>& answered_first) {
   auto t0 = std::chrono::steady_clock::now();
   if (answered_first) answered_first();
-  SpareContainers::Busy busy(spares_);
+  SpareContainers::Busy busy(spares_, SpareContainers::Work::kRemove);
   auto lock = locks_.share_job(job_id);
   Labels sel = job_selector(job_id);
   sel[labels::kStep] = std::to_string(step_id);
@@ -48,7 +48,7 @@ Result<v1::ReleaseResponse> StepEnds::release_job(uint32_t job_id, const std::fu
     else log_warn("ending the processes of job " + std::to_string(job_id) + ": " + ended.error() +
                   " (answered after the removal)");
   }
-  SpareContainers::Busy busy(spares_);
+  SpareContainers::Busy busy(spares_, SpareContainers::Work::kRemove);
   auto lock = locks_.lock_job(job_id);
   auto containers = containers_.find(job_selector(job_id));
   if (!containers) return containers.take_error();

@@ -91,21 +91,31 @@ TEST_F(AgentTest, ASpareIsClaimedOnceByItsUserAndGoesWithTheStep) {
   EXPECT_EQ(sample(m, "crisp_setup_phase_seconds", {{"kind", "new"}, {"phase", "start"}}), 3);
 }
 
-// A spare is made only once no step's container is being made or removed, nor was a moment
-// ago: a burst's steps end while its later ones are still launched, and runc's work for a
-// spare would slow them.
-TEST_F(AgentTest, NoSpareIsMadeWhileAStepsContainerIsBeingRemoved) {
+// A burst's refill (more than one spare to make) waits until no step's container is being
+// removed: a burst's first steps end while its last are launched, and runc's work for a spare
+// would slow them. One spare, a step's after another's, is made meanwhile: it is for the next.
+TEST_F(AgentTest, ABurstsSparesWaitForItsStepsRemovalsAStepsSpareDoesNot) {
   auto s = settings();
-  s.config.spares = {8, 2, 600s};
+  s.config.spares = {8, 4, 600s};
   Node steps(*client_, *images_, s);
-  ASSERT_TRUE(steps.create(step(60, 0, 1000)).ok());
+  fake_.create_delay = 50ms;  // the two steps of uid 1000 are made at the same time: a demand of 2
+  std::vector<std::thread> burst;
+  for (uint32_t i = 0; i < 2; ++i) burst.emplace_back([&, i] { EXPECT_TRUE(steps.create(step(60, i, 1000)).ok()); });
+  for (auto& t : burst) t.join();
+  fake_.create_delay = 0ms;
   fake_.stop_delay = 1000ms;
   std::thread release([&] { EXPECT_TRUE(steps.release_step(60, 0).ok()); });
   std::this_thread::sleep_for(700ms);
-  EXPECT_EQ(steps.units.spares.ready(), 0u) << "none made while the step's container is removed";
-  EXPECT_EQ(steps.units.spares.making(), 1u) << "the one the step asked for waits";
+  EXPECT_EQ(steps.units.spares.ready(), 0u) << "none of the burst's made while a step's container is removed";
+  EXPECT_EQ(steps.units.spares.making(), 2u) << "the burst's two wait";
   release.join();
-  EXPECT_TRUE(within_10s([&] { return steps.units.spares.ready() == 1; })) << "made once the removal is over";
+  EXPECT_TRUE(within_10s([&] { return steps.units.spares.ready() == 2; })) << "made once the removal is over";
+
+  ASSERT_TRUE(steps.create(step(61, 0, 1001)).ok());
+  std::thread release_one([&] { EXPECT_TRUE(steps.release_step(61, 0).ok()); });
+  std::this_thread::sleep_for(700ms);
+  EXPECT_EQ(steps.units.spares.ready(), 3u) << "a single step's spare is made while its container is removed";
+  release_one.join();
 }
 
 }  // namespace
