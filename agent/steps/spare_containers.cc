@@ -22,10 +22,10 @@ namespace {
 constexpr int64_t kUnknownSpareAge = 120'000'000'000;
 // How often the maker looks again while steps are being made.
 constexpr std::chrono::milliseconds kBusyWait{20};
-// How long after a step's container is answered or removed the maker waits: the step's own
-// tasks start then (Slurm's launch, the tasks joining), a burst's later steps are still
-// being launched, and runc's work for a spare, 100 ms of CPU and more, would slow them on a
-// small node (32 steps at once: the last few took 6.5 s where bare ones took 4).
+// How long after a step's container is answered (or, for a burst's refill, removed) the maker
+// waits: the step's own tasks start then (Slurm's launch, the tasks joining), a burst's later
+// steps are still being launched, and runc's work for a spare, 100 ms of CPU and more, would
+// slow them on a small node (32 steps at once, by hand: the last few took 6.5 s, bare ones 4).
 constexpr int64_t kQuietNs = 200'000'000;
 
 // The holder's supplementary groups are looked up when it is made (tasks take Slurm's).
