@@ -98,7 +98,7 @@ TEST_F(AgentTest, ABurstsSparesWaitForItsStepsRemovalsAStepsSpareDoesNot) {
   auto s = settings();
   s.config.spares = {8, 4, 600s};
   Node steps(*client_, *images_, s);
-  fake_.create_delay = 50ms;  // the two steps of uid 1000 are made at the same time: a demand of 2
+  fake_.create_delay = 300ms;  // the two steps of uid 1000 are made at the same time: a demand of 2
   std::vector<std::thread> burst;
   for (uint32_t i = 0; i < 2; ++i) burst.emplace_back([&, i] { EXPECT_TRUE(steps.create(step(60, i, 1000)).ok()); });
   for (auto& t : burst) t.join();
@@ -112,10 +112,16 @@ TEST_F(AgentTest, ABurstsSparesWaitForItsStepsRemovalsAStepsSpareDoesNot) {
   EXPECT_TRUE(within_10s([&] { return steps.units.spares.ready() == 2; })) << "made once the removal is over";
 
   ASSERT_TRUE(steps.create(step(61, 0, 1001)).ok());
-  std::thread release_one([&] { EXPECT_TRUE(steps.release_step(61, 0).ok()); });
-  std::this_thread::sleep_for(700ms);
-  EXPECT_EQ(steps.units.spares.ready(), 3u) << "a single step's spare is made while its container is removed";
+  fake_.stop_delay = 5000ms;
+  std::atomic<bool> removed{false};
+  std::thread release_one([&] {
+    EXPECT_TRUE(steps.release_step(61, 0).ok());
+    removed = true;
+  });
+  EXPECT_TRUE(within_10s([&] { return steps.units.spares.ready() == 3; }));
+  EXPECT_FALSE(removed) << "a single step's spare is made while its container is removed";
   release_one.join();
+  fake_.stop_delay = 0ms;  // the spares' own removal at the end
 }
 
 }  // namespace
