@@ -50,7 +50,7 @@ TEST_F(AgentTest, AJobsEndEndsItsHoldersBeforeContainerdRemovesThem) {
 // its one lock: a burst of step ends hands containerd a few exits at a time, the client's 4 slots.
 TEST_F(AgentTest, StepEndsHandContainerdAFewExitsAtATime) {
   ASSERT_EQ(create_at_once(30, 0, 12), 12);
-  fake_.stop_delay = 30ms;
+  fake_.stop_delay = 200ms;
   holders_ended = exits_unnoted = most_exits_unnoted = 0;
   std::vector<std::thread> ends;
   std::atomic<int> released{0};
