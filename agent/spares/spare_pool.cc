@@ -158,7 +158,7 @@ size_t SparePool::ready() const {
 size_t SparePool::making() const {
   std::lock_guard lock(mu_);
   size_t n = 0;
-  for (const auto& [key, slot] : slots_) n += slot.making - slot.cancelled;
+  for (const auto& [key, slot] : slots_) n += slot.being_made();
   return n;
 }
 

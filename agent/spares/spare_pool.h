@@ -93,8 +93,10 @@ class SparePool {
     std::deque<Spare> ready;
     size_t arriving = 0;  // its steps being made now
     size_t demand = 1;
-    // Ready, or being made and not refused (rm --spares): those that will be ready.
-    size_t coming() const { return making - cancelled + ready.size(); }
+    // Being made and not refused (rm --spares): those that will be ready.
+    size_t being_made() const { return making - cancelled; }
+    // Ready, or being made and not refused.
+    size_t coming() const { return being_made() + ready.size(); }
   };
   size_t held(const std::optional<uint32_t>& uid) const;  // made or being made (and not refused)
   // A ready spare of the least recently used key other than key (of uid only, if given), taken.

@@ -33,8 +33,9 @@ Containers::Removed Containers::remove(const std::vector<cri::Container>& contai
   Removed out;
   for (const cri::Container& c : containers) {
     std::vector<std::string> adopted = adopted_cgroups(c);
-    // Ended first, at once; containerd's stop then only notes the exit. Unknown to this
-    // crispd, it exits on the stop's SIGTERM; remove alone would SIGKILL it.
+    // Ended first, in the stop's slot (cri_client.h: exits are paced); containerd's stop then
+    // only notes the exit. Unknown to this crispd, it exits on the stop's SIGTERM; remove
+    // alone would SIGKILL it.
     auto end = [&] { (void)holders_.end(c.id()); };
     if (auto s = cri_.stop_container(c.id(), stop_timeout_s_, end); !s) log_warn("stopping container " + c.id() + ": " + s.error());
     if (auto s = cri_.remove_container(c.id()); !s) {

@@ -4,6 +4,7 @@
 
 #include "agent/cri/labels.h"
 #include "agent/metrics/metrics.h"
+#include "agent/steps/spare_containers.h"
 #include "common/log.h"
 #include "common/slurm_ids.h"
 

@@ -9,13 +9,13 @@
 
 #include "agent/steps/containers.h"
 #include "agent/steps/job_locks.h"
-#include "agent/steps/spare_containers.h"
 #include "agent/steps/step_sessions.h"
 #include "crisp.pb.h"
 
 namespace crisp {
 
 class Metrics;
+class SpareContainers;
 
 class StepEnds {
  public:

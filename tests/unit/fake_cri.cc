@@ -46,15 +46,12 @@ bool matches(const google::protobuf::Map<std::string, std::string>& labels,
   return true;
 }
 
-}  // namespace
-
+// One more under way in now, the most at once in most.
 void busy_since(std::atomic<int>& now, std::atomic<int>& most) {
   int n = ++now;
   for (int m = most; n > m && !most.compare_exchange_weak(m, n);) {
   }
 }
-
-namespace {
 
 // A call under way for delay: counted in now, the most at once in most.
 void busy(std::atomic<int>& now, std::atomic<int>& most, std::chrono::milliseconds delay) {

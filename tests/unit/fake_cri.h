@@ -50,8 +50,6 @@ bool within_10s(Pred pred) {
 // that a test watches so do nothing else that sleeps (a sleep_for is nanosleep).
 bool waits_on_a_lock(pid_t tid);
 
-// One more under way in now, the most at once in most.
-void busy_since(std::atomic<int>& now, std::atomic<int>& most);
 // Holders ended whose exit no StopContainer has noted yet (containerd's shim handles each), the most at once.
 inline std::atomic<int> exits_unnoted{0}, most_exits_unnoted{0};
 
