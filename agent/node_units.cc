@@ -5,6 +5,13 @@
 namespace crisp {
 namespace {
 
+// How long after a step's container is answered (or removed) work no step waits for still
+// waits: the step's own tasks start then (Slurm's launch, the tasks joining), a burst's later
+// steps are still being launched, and runc's work for a container, 100 ms of CPU and more,
+// would slow them on a small node (32 steps at once, by hand: the last few took 6.5 s with
+// spares made beside them, bare ones 4).
+constexpr std::chrono::milliseconds kQuiet{200};
+
 StartSettings start_settings(const NodeConfig& c) {
   StartSettings s = c.start;
   s.rootfs_stage = c.host.dirs.rootfs_stage;
@@ -19,6 +26,7 @@ NodeUnits::NodeUnits(CriClient& cri_client, ImageStore& image_store, Metrics& no
       store(image_store),
       metrics(node_metrics),
       config(std::move(node_config)),
+      work(kQuiet),
       sandboxes(cri, locks, config.node, config.runtime_handler),
       holders(seams.end_process),
       sessions(std::move(seams.start_session), seams.end_process, config.host.tmpfs_size),
@@ -32,11 +40,11 @@ NodeUnits::NodeUnits(CriClient& cri_client, ImageStore& image_store, Metrics& no
       host(config.host, config.devices),
       site(config.site_dirs, std::move(seams.job_partition), config.hook_timeout, std::move(seams.run_hook)),
       named(cri, containers, sessions, starter, store),
-      spares({cri, pool, claims, containers, sandboxes, starter, holders}, config.node, std::move(seams.attach), metrics),
-      creator({locks, sandboxes, containers, sessions, holders, starter, named, spares, devices, image, host, site},
+      spares({cri, pool, claims, containers, sandboxes, starter, holders, work}, config.node, std::move(seams.attach), metrics),
+      creator({locks, sandboxes, containers, sessions, holders, starter, named, spares, work, devices, image, host, site},
               config.node,
               metrics),
-      ends(locks, containers, sessions, spares, metrics),
+      ends(locks, containers, sessions, work, metrics),
       saver(cri, config.squashfs),
       importer(requests, config.start.snapshots, config.squashfs, config.host.dirs.imports, config.imports_per_user,
                config.imports_per_node) {}

@@ -1,10 +1,10 @@
 // NodeUnits: every unit of crispd's, made in dependency order (each member uses only those
 // above it) from the node's configuration and the seams the fake CRI's tests replace. The
 // arrows, top to bottom:
-//   StepCreator -> NamedContainers, SpareContainers, StepImage, StepDevices, StepHost, StepSite
-//   SpareContainers -> ContainerStarter, Containers, UserSandboxes, Holders, SparePool, ClaimBook
+//   StepCreator -> NamedContainers, SpareContainers, StepImage, StepDevices, StepHost, StepSite, StepWork
+//   SpareContainers -> ContainerStarter, Containers, UserSandboxes, Holders, SparePool, ClaimBook, StepWork
 //   NamedContainers -> ContainerStarter, Containers, StepSessions
-//   StepEnds -> Containers, StepSessions, JobLocks
+//   StepEnds -> Containers, StepSessions, JobLocks, StepWork
 //   Containers -> Holders, StepSessions, UserSandboxes, ClaimBook, SparePool
 //   UserSandboxes -> JobLocks
 //   ImageImporter, StepImage -> ImageRequests -> ImageStore
@@ -30,6 +30,7 @@
 #include "agent/steps/step_image.h"
 #include "agent/steps/step_saver.h"
 #include "agent/steps/step_sessions.h"
+#include "agent/steps/step_work.h"
 #include "agent/steps/user_sandboxes.h"
 #include "agent/sweeper.h"
 
@@ -81,6 +82,7 @@ class NodeUnits {
   Metrics& metrics;
   const NodeConfig config;
   JobLocks locks;
+  StepWork work;
   UserSandboxes sandboxes;
   Holders holders;
   StepSessions sessions;

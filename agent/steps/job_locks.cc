@@ -1,23 +1,27 @@
 #include "agent/steps/job_locks.h"
 
+#include <algorithm>
+
 namespace crisp {
 
 std::shared_ptr<std::shared_mutex> JobLocks::slot(uint64_t key) {
   std::lock_guard lock(mu_);
-  auto& m = slots_[key];
-  if (!m) m = std::make_shared<std::shared_mutex>();
+  auto& weak = slots_[key];
+  auto m = weak.lock();
+  if (!m) {
+    m = std::make_shared<std::shared_mutex>();
+    weak = m;
+  }
+  if (slots_.size() >= prune_at_) {
+    std::erase_if(slots_, [](const auto& entry) { return entry.second.expired(); });
+    prune_at_ = std::max<size_t>(64, 2 * slots_.size());
+  }
   return m;
 }
 
-// Only when no other thread holds or waits on it (the table's reference and the
-// caller's are all): a mutex erased under a waiter would let a newcomer take a
-// second one for the same job. slot() copies under mu_, so the count cannot grow
-// while it is read here.
-void JobLocks::forget_job(uint32_t job_id) {
-  if (job_id == 0) return;  // named containers of global scope: every job's
+size_t JobLocks::entries() const {
   std::lock_guard lock(mu_);
-  auto it = slots_.find(job_id);
-  if (it != slots_.end() && it->second.use_count() <= 2) slots_.erase(it);
+  return slots_.size();
 }
 
 WholeLock JobLocks::lock_job(uint32_t job_id) { return WholeLock(slot(job_id)); }

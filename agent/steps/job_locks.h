@@ -10,7 +10,8 @@
 
 namespace crisp {
 
-// A lock that keeps its mutex alive: a job's mutex leaves the table at the job's end.
+// A lock that keeps its mutex alive: the table holds a job's or user's mutex only while a
+// lock holds or waits on it, so none piles up on a node that runs many jobs.
 template <class Lock>
 struct SlotLock {
   explicit SlotLock(std::shared_ptr<std::shared_mutex> m) : mutex(std::move(m)), lock(*mutex) {}
@@ -30,14 +31,18 @@ class JobLocks {
   // container created in the sandbox already found, beside the user's other creates.
   WholeLock lock_user(uint32_t uid);
   SharedLock share_user(uint32_t uid);
-  // At a job's end: a node runs many jobs, their mutexes must not pile up.
-  void forget_job(uint32_t job_id);
+  // The table's entries, those of mutexes no lock holds any more included until pruned:
+  // at most twice the live ones and 64.
+  size_t entries() const;
 
  private:
   std::shared_ptr<std::shared_mutex> slot(uint64_t key);
 
-  std::mutex mu_;
-  std::map<uint64_t, std::shared_ptr<std::shared_mutex>> slots_;  // jobs by id, users by 1<<32 | uid
+  mutable std::mutex mu_;
+  // Jobs by id, users by 1<<32 | uid. A mutex is the locks' that hold or wait on it: one
+  // erased while a thread waits on it would let a newcomer take a second one for the same job.
+  std::map<uint64_t, std::weak_ptr<std::shared_mutex>> slots_;
+  size_t prune_at_ = 64;
 };
 
 }  // namespace crisp

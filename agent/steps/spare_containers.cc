@@ -22,11 +22,6 @@ namespace {
 constexpr int64_t kUnknownSpareAge = 120'000'000'000;
 // How often the maker looks again while steps are being made.
 constexpr std::chrono::milliseconds kBusyWait{20};
-// How long after a step's container is answered (or, for a burst's refill, removed) the maker
-// waits: the step's own tasks start then (Slurm's launch, the tasks joining), a burst's later
-// steps are still being launched, and runc's work for a spare, 100 ms of CPU and more, would
-// slow them on a small node (32 steps at once, by hand: the last few took 6.5 s, bare ones 4).
-constexpr int64_t kQuietNs = 200'000'000;
 
 // The holder's supplementary groups are looked up when it is made (tasks take Slurm's).
 StepContainerInput spare_input(const SpareKey& key, const std::string& user) {
@@ -48,6 +43,7 @@ SpareContainers::SpareContainers(SpareParts parts, NodeSettings node, MountAttac
       sandboxes_(parts.sandboxes),
       starter_(parts.starter),
       holders_(parts.holders),
+      work_(parts.work),
       node_(std::move(node)),
       attach_(std::move(attach)),
       metrics_(metrics),
@@ -64,19 +60,6 @@ SpareContainers::~SpareContainers() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (uint64_t n = remove(std::nullopt)) log_info("removed " + std::to_string(n) + " spare container(s)");
-}
-
-SpareContainers::Busy::Busy(SpareContainers& spares, Work work) : spares_(spares), work_(work) {
-  spares_.busy_[static_cast<int>(work_)]++;
-}
-SpareContainers::Busy::~Busy() {
-  spares_.idle_since_ns_[static_cast<int>(work_)] = now_ns();
-  spares_.busy_[static_cast<int>(work_)]--;
-}
-
-bool SpareContainers::waits_for(Work work) const {
-  int i = static_cast<int>(work);
-  return busy_[i] > 0 || now_ns() - idle_since_ns_[i] < kQuietNs;
 }
 
 std::optional<SpareKey> SpareContainers::key_of(const v1::CreateStepRequest& req, const StepPlan& plan) const {
@@ -156,7 +139,7 @@ void SpareContainers::loop() {
   for (;;) {
     cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (stop_) return;
-    if (waits_for(Work::kCreate) || (queue_.size() > 1 && waits_for(Work::kRemove))) {
+    if (work_.recent(StepWork::Work::kCreate) || (queue_.size() > 1 && work_.recent(StepWork::Work::kRemove))) {
       cv_.wait_for(lock, kBusyWait, [this] { return stop_; });
       continue;
     }

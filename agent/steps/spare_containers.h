@@ -6,10 +6,9 @@
 // spare is claimed once, never recycled. This unit owns the maker's queue and thread, the
 // claim, expiry and removal; the pool (agent/spares/) holds the spares themselves.
 // Calls: containerd's CRI, SparePool, ClaimBook, Containers, UserSandboxes,
-// ContainerStarter, Holders, Metrics, and the mount attacher it is given.
+// ContainerStarter, Holders, StepWork, Metrics, and the mount attacher it is given.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -27,6 +26,7 @@
 #include "agent/steps/holders.h"
 #include "agent/steps/phase_clock.h"
 #include "agent/steps/step_plan.h"
+#include "agent/steps/step_work.h"
 #include "agent/steps/user_sandboxes.h"
 
 namespace crisp {
@@ -56,6 +56,11 @@ struct SpareParts {
   UserSandboxes& sandboxes;
   ContainerStarter& starter;
   Holders& holders;
+  // Spares wait for no step's create, nor for a moment after. A burst's refill (more than one
+  // spare to make) waits for removals too: the burst's first steps end while its last are
+  // still being launched. One spare, a step's after another's, does not: it is to be ready
+  // for the next step.
+  StepWork& work;
 };
 
 class SpareContainers {
@@ -64,24 +69,6 @@ class SpareContainers {
   SpareContainers(SpareParts parts, NodeSettings node, MountAttacher attach, Metrics& metrics);
   // The spares still unclaimed are removed.
   ~SpareContainers();
-
-  // While one lives, a step's container is being made (kCreate) or removed (kRemove): spares
-  // wait for no create, nor for a moment after (the step's tasks start then). A burst's refill
-  // (more than one spare to make) waits for removals too: the burst's first steps end while
-  // its last are still being launched. One spare, a step's after another's, does not: it is
-  // to be ready for the next step.
-  enum class Work { kCreate, kRemove };
-  class Busy {
-   public:
-    Busy(SpareContainers& spares, Work work);
-    ~Busy();
-    Busy(const Busy&) = delete;
-    Busy& operator=(const Busy&) = delete;
-
-   private:
-    SpareContainers& spares_;
-    const Work work_;
-  };
 
   // The step's container as a claimed spare, its mounts and devices attached; "": none to claim.
   Result<std::string> claim(const v1::CreateStepRequest& req, StepPlan& plan, PhaseClock& clock);
@@ -112,14 +99,11 @@ class SpareContainers {
   UserSandboxes& sandboxes_;
   ContainerStarter& starter_;
   Holders& holders_;
+  StepWork& work_;
   const NodeSettings node_;
   const MountAttacher attach_;
   Metrics& metrics_;
   const int64_t started_ns_;  // when this crispd started: older unclaimed spares are a previous one's
-  // Steps' creates and removals (by Work) under way, and when the last of each ended.
-  std::atomic<int> busy_[2] = {0, 0};
-  std::atomic<int64_t> idle_since_ns_[2] = {0, 0};
-  bool waits_for(Work work) const;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<SpareKey, std::string>> queue_;  // keys to make, with the user's name

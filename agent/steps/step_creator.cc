@@ -10,7 +10,7 @@
 namespace crisp {
 
 Result<v1::CreateStepResponse> StepCreator::create(const v1::CreateStepRequest& req, const PullWaiter& waiter) {
-  SpareContainers::Busy busy(p_.spares, SpareContainers::Work::kCreate);
+  StepWork::Busy busy(p_.work, StepWork::Work::kCreate);
   PhaseClock clock;
   auto out = create_in_phases(req, waiter, clock);
   if (!out && out.error_kind() == ErrorKind::kCancelled) metrics_.setup_cancelled();

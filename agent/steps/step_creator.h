@@ -3,7 +3,7 @@
 // and create, start, holder, rootfs, entrypoint, session. What a phase makes is owned by
 // an RAII object (HostArtifacts, ContainerGuard), so any failure undoes everything before
 // the error is answered. Calls: every unit below it (JobLocks to ContainerStarter, the
-// phases StepDevices, StepImage, StepHost, NamedContainers, SpareContainers), Metrics.
+// phases StepDevices, StepImage, StepHost, NamedContainers, SpareContainers), StepWork, Metrics.
 #pragma once
 
 #include "agent/steps/container_start.h"
@@ -16,6 +16,7 @@
 #include "agent/steps/step_host.h"
 #include "agent/steps/step_image.h"
 #include "agent/steps/step_sessions.h"
+#include "agent/steps/step_work.h"
 #include "agent/steps/step_site.h"
 #include "agent/steps/user_sandboxes.h"
 
@@ -34,6 +35,7 @@ struct CreatorParts {
   ContainerStarter& starter;
   NamedContainers& named;
   SpareContainers& spares;
+  StepWork& work;
   StepDevices& devices;
   StepImage& image;
   StepHost& host;

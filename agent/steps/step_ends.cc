@@ -4,12 +4,20 @@
 
 #include "agent/cri/labels.h"
 #include "agent/metrics/metrics.h"
-#include "agent/steps/spare_containers.h"
 #include "common/log.h"
 #include "common/slurm_ids.h"
 
 namespace crisp {
 namespace {
+
+// A removal waits this long at most: launches that never pause must not pile up
+// containers; each waiting removal holds its connection's thread, so at most this many wait.
+constexpr std::chrono::milliseconds kMostWait{10000};
+constexpr int kMostWaiting = 64;
+
+int64_t ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+}
 
 Result<v1::ReleaseResponse> released(const Containers::Removed& removed) {
   if (!removed.status) return removed.status.take_error();
@@ -20,11 +28,21 @@ Result<v1::ReleaseResponse> released(const Containers::Removed& removed) {
 
 }  // namespace
 
+std::chrono::milliseconds StepEnds::after_launches() {
+  auto t0 = std::chrono::steady_clock::now();
+  work_.wait_for_quiet_creates(kMostWait, kMostWaiting);
+  return std::chrono::milliseconds(ms_since(t0));
+}
+
 Result<v1::ReleaseResponse> StepEnds::release_step(uint32_t job_id, uint32_t step_id,
                                                    const std::function<void()>& answered_first) {
   auto t0 = std::chrono::steady_clock::now();
-  if (answered_first) answered_first();
-  SpareContainers::Busy busy(spares_, SpareContainers::Work::kRemove);
+  StepWork::Busy busy(work_, StepWork::Work::kRemove);
+  std::chrono::milliseconds waited{0};
+  if (answered_first) {
+    answered_first();
+    waited = after_launches();
+  }
   auto lock = locks_.share_job(job_id);
   Labels sel = job_selector(job_id);
   sel[labels::kStep] = std::to_string(step_id);
@@ -36,20 +54,24 @@ Result<v1::ReleaseResponse> StepEnds::release_step(uint32_t job_id, uint32_t ste
   if (!out) return out;
   metrics_.released();
   log_info("released " + slurm::step_text(job_id, step_id) + ": " + std::to_string(out->removed_containers()) +
-           " container(s) in " +
-           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()) +
-           " ms");
+           " container(s) in " + std::to_string(ms_since(t0)) + " ms (" + std::to_string(waited.count()) +
+           " ms of it waiting for launches)");
   return out;
 }
 
 Result<v1::ReleaseResponse> StepEnds::release_job(uint32_t job_id, const std::function<void()>& answered_first) {
+  // The holders' exits are containerd's work too: the spare maker's refill waits for them.
+  StepWork::Busy busy(work_, StepWork::Work::kRemove);
   if (answered_first) {
     // Not under the job's lock: a step's removal, which holds it, is what this need not wait for.
-    if (auto ended = end_job_processes(job_id); ended) answered_first();
-    else log_warn("ending the processes of job " + std::to_string(job_id) + ": " + ended.error() +
-                  " (answered after the removal)");
+    if (auto ended = end_job_processes(job_id); ended) {
+      answered_first();
+      after_launches();
+    } else {
+      log_warn("ending the processes of job " + std::to_string(job_id) + ": " + ended.error() +
+               " (answered after the removal)");
+    }
   }
-  SpareContainers::Busy busy(spares_, SpareContainers::Work::kRemove);
   auto lock = locks_.lock_job(job_id);
   auto containers = containers_.find(job_selector(job_id));
   if (!containers) return containers.take_error();
@@ -58,7 +80,6 @@ Result<v1::ReleaseResponse> StepEnds::release_job(uint32_t job_id, const std::fu
   // The user's sandbox stays for their next job; the sweep removes it once idle.
   if (out->removed_containers())
     log_info("released job " + std::to_string(job_id) + ": " + std::to_string(out->removed_containers()) + " container(s)");
-  locks_.forget_job(job_id);
   return out;
 }
 

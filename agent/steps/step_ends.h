@@ -1,8 +1,10 @@
 // StepEnds: the end of a step, of a job (its processes first, what its epilog waits for,
-// then its containers) and of a named container a user removes. Calls: JobLocks,
-// Containers, StepSessions, SpareContainers (its maker waits for removals), Metrics.
+// then its containers) and of a named container a user removes. A removal no one waits for
+// waits for steps being launched: see release_step. Calls: JobLocks, Containers,
+// StepSessions, StepWork (the spare maker waits for removals, removals for creates), Metrics.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -10,22 +12,26 @@
 #include "agent/steps/containers.h"
 #include "agent/steps/job_locks.h"
 #include "agent/steps/step_sessions.h"
+#include "agent/steps/step_work.h"
 #include "crisp.pb.h"
 
 namespace crisp {
 
 class Metrics;
-class SpareContainers;
 
 class StepEnds {
  public:
-  StepEnds(JobLocks& locks, Containers& containers, StepSessions& sessions, SpareContainers& spares, Metrics& metrics)
-      : locks_(locks), containers_(containers), sessions_(sessions), spares_(spares), metrics_(metrics) {}
+  StepEnds(JobLocks& locks, Containers& containers, StepSessions& sessions, StepWork& work, Metrics& metrics)
+      : locks_(locks), containers_(containers), sessions_(sessions), work_(work), metrics_(metrics) {}
 
   // A release may be answered before containerd's stop and removal, 70 ms a container:
   // a step's end (and so srun) need not wait for them, nor a job's epilog (and so the
   // node's next job), which waits only until no process of the job is left. answered_first,
   // if given, is called once the caller may be told; what the removal cannot do, the sweep does.
+  // A removal so answered first waits, for a few seconds at most, until no step's container
+  // is being made nor was a moment ago: the holder's exit costs containerd's shim a `runc
+  // kill --all` and the removal a `runc delete`, CPU a step being launched beside it would
+  // wait for on a small node (a burst of steps whose first ones end while its last start).
   Result<v1::ReleaseResponse> release_step(uint32_t job_id, uint32_t step_id,
                                            const std::function<void()>& answered_first = {});
   Result<v1::ReleaseResponse> release_job(uint32_t job_id, const std::function<void()>& answered_first = {});
@@ -35,10 +41,13 @@ class StepEnds {
   Result<v1::ReleaseResponse> remove_named(uint32_t uid, const std::string& name);
 
  private:
+  // Waits for steps being launched, as said above; how long it waited.
+  std::chrono::milliseconds after_launches();
+
   JobLocks& locks_;
   Containers& containers_;
   StepSessions& sessions_;
-  SpareContainers& spares_;
+  StepWork& work_;
   Metrics& metrics_;
 };
 

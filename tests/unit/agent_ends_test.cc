@@ -1,8 +1,11 @@
 // The ends of steps and jobs against the fake CRI: StepEnds (a job's end removes its containers
-// only), Containers::end_job_processes (holders ended before containerd removes them) and
-// JobLocks (a job's lock outlives its end while a thread waits on it).
+// only, and after the steps being launched where no one waits for it), Containers::end_job_processes
+// (holders ended before containerd removes them), StepWork's wait and JobLocks (a job's lock
+// outlives its end while a thread waits on it; the table does not grow with the node's jobs).
 #include <gtest/gtest.h>
 #include <unistd.h>
+
+#include <optional>
 
 #include "tests/unit/fake_cri.h"
 
@@ -67,8 +70,65 @@ TEST_F(AgentTest, StepEndsHandContainerdAFewExitsAtATime) {
   EXPECT_TRUE(fake_.containers.empty());
 }
 
-// A job's mutex leaves the map at the job's end, but not while another thread
-// waits on it: that thread and a newcomer would each hold "the" job's lock.
+// A removal its caller is answered before waits while a step's container is being made:
+// the holder's exit and containerd's removal are runc's work, which a launch beside them
+// would wait for on a small node. One its caller waits for does not wait.
+TEST_F(AgentTest, AnAnsweredRemovalWaitsForTheStepsBeingLaunched) {
+  ASSERT_TRUE(steps_->create(step(40, 0)).ok());
+  ASSERT_TRUE(steps_->create(step(40, 1)).ok());
+  fake_.create_delay = 1000ms;
+  std::atomic<bool> created{false}, answered{false}, released{false};
+  std::thread launch([&] {
+    EXPECT_TRUE(steps_->create(step(40, 2)).ok());
+    created = true;
+  });
+  ASSERT_TRUE(within_10s([&] { return steps_->units.work.recent(crisp::StepWork::Work::kCreate); }));
+  std::thread end([&] {
+    EXPECT_TRUE(steps_->units.ends.release_step(40, 0, [&] { answered = true; }).ok());
+    released = true;
+  });
+  EXPECT_TRUE(within_10s([&] { return answered.load(); }));
+  EXPECT_TRUE(steps_->release_step(40, 1).ok());
+  EXPECT_FALSE(created) << "a release its caller waits for waits for no launch";
+  EXPECT_FALSE(released) << "an answered release removed its container while a step was being launched";
+  launch.join();
+  EXPECT_TRUE(within_10s([&] { return released.load(); })) << "removed once the launch is over";
+  end.join();
+  fake_.create_delay = 0ms;
+  std::lock_guard l(fake_.mu);
+  EXPECT_EQ(fake_.containers.size(), 1u) << "step 2's alone";
+}
+
+// The wait is bounded: in time (launches that never pause) and in waiters (each holds a thread).
+TEST(StepWorkTest, AWaitForQuietCreatesIsBounded) {
+  crisp::StepWork work(200ms);
+  EXPECT_TRUE(work.wait_for_quiet_creates(10ms, 1)) << "nothing made: no wait";
+  std::optional<crisp::StepWork::Busy> create(std::in_place, work, crisp::StepWork::Work::kCreate);
+  EXPECT_FALSE(work.wait_for_quiet_creates(50ms, 1)) << "gave up after its time";
+  std::atomic<bool> first_done{false};
+  std::thread first([&] {
+    EXPECT_TRUE(work.wait_for_quiet_creates(10000ms, 1));
+    first_done = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(work.wait_for_quiet_creates(10000ms, 1)) << "one waits already: the second does not";
+  EXPECT_FALSE(first_done);
+  create.reset();
+  first.join();
+  EXPECT_FALSE(work.recent(crisp::StepWork::Work::kCreate));
+}
+
+// A node runs many jobs: their locks' entries do not pile up.
+TEST_F(AgentTest, JobLocksDoNotPileUpWithTheNodesJobs) {
+  for (uint32_t job = 1; job <= 1000; ++job) {
+    auto whole = steps_->units.locks.lock_job(job);
+    auto shared = steps_->units.locks.share_user(job);
+  }
+  EXPECT_LE(steps_->units.locks.entries(), 64u);
+}
+
+// A job's mutex leaves the table once no lock holds or waits on it, not while another
+// thread waits on it at the job's end: that thread and a newcomer would each hold "the" job's lock.
 TEST_F(AgentTest, AJobsLockOutlivesItsEndWhileAThreadWaitsOnIt) {
   // release_job(5) holds job 5's lock, parked in its listing of the job's containers.
   std::atomic<bool> listing{false}, release_may_go{false};
@@ -91,7 +151,7 @@ TEST_F(AgentTest, AJobsLockOutlivesItsEndWhileAThreadWaitsOnIt) {
   });
   bool waiter_waited = within_10s([&] { return waiter_tid != 0 && waits_on_a_lock(waiter_tid); });
   release_may_go = true;
-  release.join();  // its end forgets job 5's lock, unless a thread waits on it
+  release.join();  // job 5's lock is the waiter's now
   within_10s([&] { return waiter_held.load(); });
   bool overlap = false;
   newcomer_trying = true;  // from here it does nothing but take the lock (a join also waits in futex)
