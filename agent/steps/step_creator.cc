@@ -10,16 +10,16 @@
 namespace crisp {
 
 Result<v1::CreateStepResponse> StepCreator::create(const v1::CreateStepRequest& req, const PullWaiter& waiter) {
-  StepWork::Busy busy(p_.work, StepWork::Work::kCreate);
+  std::optional<StepWork::Busy> busy(std::in_place, p_.work, StepWork::Work::kCreate);
   PhaseClock clock;
-  auto out = create_in_phases(req, waiter, clock);
+  auto out = create_in_phases(req, waiter, clock, busy);
   if (!out && out.error_kind() == ErrorKind::kCancelled) metrics_.setup_cancelled();
   else if (!out) metrics_.setup_failed(clock.phase());
   return out;
 }
 
 Result<v1::CreateStepResponse> StepCreator::create_in_phases(const v1::CreateStepRequest& req, const PullWaiter& waiter,
-                                                             PhaseClock& clock) {
+                                                             PhaseClock& clock, std::optional<StepWork::Busy>& busy) {
   StepPlan plan = StepPlan::of(req);
   plan.waiter = &waiter;
   clock.begin("site");
@@ -46,7 +46,11 @@ Result<v1::CreateStepResponse> StepCreator::create_in_phases(const v1::CreateSte
   if (auto s = p_.devices.plan(req, plan); !s) return s.take_error();
   clock.begin("image");
   size_t binds_before_image = plan.user_mounts.size(), tmpfs_before_image = plan.tmpfs_mounts.size();
-  if (auto s = p_.image.resolve(req, plan); !s) return s.take_error();
+  // Waiting for a pull, minutes maybe, is no launch: spares and removals need not wait for it.
+  busy.reset();
+  auto resolved = p_.image.resolve(req, plan);
+  busy.emplace(p_.work, StepWork::Work::kCreate);
+  if (!resolved) return resolved.take_error();
   if (auto s = finish_unmounts(plan, binds_before_image, tmpfs_before_image); !s) return s.take_error();
 
   clock.begin("host");

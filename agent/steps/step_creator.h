@@ -6,6 +6,8 @@
 // phases StepDevices, StepImage, StepHost, NamedContainers, SpareContainers), StepWork, Metrics.
 #pragma once
 
+#include <optional>
+
 #include "agent/steps/container_start.h"
 #include "agent/steps/containers.h"
 #include "agent/steps/holders.h"
@@ -53,8 +55,9 @@ class StepCreator {
   Result<v1::CreateStepResponse> create(const v1::CreateStepRequest& req, const PullWaiter& waiter = {});
 
  private:
+  // busy: the step's launch under way, for StepWork (not while its image is pulled).
   Result<v1::CreateStepResponse> create_in_phases(const v1::CreateStepRequest& req, const PullWaiter& waiter,
-                                                  PhaseClock& clock);
+                                                  PhaseClock& clock, std::optional<StepWork::Busy>& busy);
   // The job's lock for the rest of the create: whole for a named container, which may have
   // been made by another step meanwhile (then joined: answer set), shared for an unnamed one.
   struct JobHold {

@@ -99,6 +99,19 @@ TEST_F(AgentTest, AnAnsweredRemovalWaitsForTheStepsBeingLaunched) {
   EXPECT_EQ(fake_.containers.size(), 1u) << "step 2's alone";
 }
 
+// A step whose image is being pulled, for minutes maybe, is no launch yet: removals (and
+// spares) do not wait for it.
+TEST_F(AgentTest, AStepWaitingForItsImagesPullIsNoLaunch) {
+  fake_.pull_delay = 1500ms;
+  std::thread launch([&] { EXPECT_TRUE(steps_->create(step(42, 0)).ok()); });
+  ASSERT_TRUE(within_10s([&] { return fake_.pulls > 0; }));
+  std::this_thread::sleep_for(300ms);  // the quiet time since the create began
+  EXPECT_FALSE(steps_->units.work.recent(crisp::StepWork::Work::kCreate)) << "a pull counted as a launch";
+  launch.join();
+  EXPECT_TRUE(steps_->units.work.recent(crisp::StepWork::Work::kCreate)) << "the launch after the pull";
+  fake_.pull_delay = 0ms;
+}
+
 // The wait is bounded: in time (launches that never pause) and in waiters (each holds a thread).
 TEST(StepWorkTest, AWaitForQuietCreatesIsBounded) {
   crisp::StepWork work(200ms);
