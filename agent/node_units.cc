@@ -11,6 +11,9 @@ namespace {
 // would slow them on a small node (32 steps at once, by hand: the last few took 6.5 s with
 // spares made beside them, bare ones 4).
 constexpr std::chrono::milliseconds kQuiet{200};
+// A step's container being made this long (queued behind a burst's, or its entrypoint or a
+// site hook running) no longer holds up spares and removals; the next step's does.
+constexpr std::chrono::milliseconds kLongest{5000};
 
 StartSettings start_settings(const NodeConfig& c) {
   StartSettings s = c.start;
@@ -26,7 +29,7 @@ NodeUnits::NodeUnits(CriClient& cri_client, ImageStore& image_store, Metrics& no
       store(image_store),
       metrics(node_metrics),
       config(std::move(node_config)),
-      work(kQuiet),
+      work(kQuiet, kLongest),
       sandboxes(cri, locks, config.node, config.runtime_handler),
       holders(seams.end_process),
       sessions(std::move(seams.start_session), seams.end_process, config.host.tmpfs_size),

@@ -94,6 +94,7 @@ void Server::serve(const std::atomic<bool>& stop) {
     }
   }
   // Let requests under way finish their CRI calls before the managers go away.
+  u_.ends.stop_waiting();
   while (active_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   listen_fd_.reset();
 }

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
 #include "agent/cri/cri_client.h"
 #include "agent/cri/labels.h"
 #include "agent/host/hca_view.h"
@@ -38,9 +41,11 @@ Containers::Removed Containers::remove(const std::vector<cri::Container>& contai
     // alone would SIGKILL it.
     auto end = [&] { (void)holders_.end(c.id()); };
     if (auto s = cri_.stop_container(c.id(), stop_timeout_s_, end); !s) log_warn("stopping container " + c.id() + ": " + s.error());
-    if (auto s = cri_.remove_container(c.id()); !s) {
-      log_error("removing container " + c.id() + ": " + s.error());
-      out.status = s;
+    Status removed = cri_.remove_container(c.id());
+    if (!removed && exit_noted(c.id())) removed = cri_.remove_container(c.id());
+    if (!removed) {
+      log_error("removing container " + c.id() + ": " + removed.error());
+      out.status = removed;
       continue;
     }
     holders_.forget(c.id());
@@ -60,6 +65,22 @@ Containers::Removed Containers::remove(const std::vector<cri::Container>& contai
     }
   }
   return out;
+}
+
+// containerd notes a task's exit once its shim has handled it (for a container in the node's
+// pid namespace, a runc kill --all under the shim's one lock). A stop of a container whose
+// holder had ended already (the job's end did it) may return before that, and the removal is
+// then refused as running: the exit is waited for, a few seconds at most (a shim behind a
+// burst's exits took seconds).
+bool Containers::exit_noted(const std::string& id) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    auto status = cri_.container_status(id, false);
+    if (!status) return false;
+    if (status->status().state() != cri::CONTAINER_RUNNING) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 // A named container's processes were moved into its job's (or user's) Slurm

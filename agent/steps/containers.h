@@ -52,6 +52,8 @@ class Containers {
 
  private:
   std::vector<std::string> adopted_cgroups(const cri::Container& c);
+  // After a refused removal: whether containerd has noted the container's exit, waited for.
+  bool exit_noted(const std::string& id);
 
   CriClient& cri_;
   Holders& holders_;

@@ -28,49 +28,54 @@ Result<v1::ReleaseResponse> released(const Containers::Removed& removed) {
 
 }  // namespace
 
-std::chrono::milliseconds StepEnds::after_launches() {
-  auto t0 = std::chrono::steady_clock::now();
-  work_.wait_for_quiet_creates(kMostWait, kMostWaiting);
-  return std::chrono::milliseconds(ms_since(t0));
+Result<StepEnds::OnlyIds> StepEnds::after_launches(const Labels& selector) {
+  if (!work_.recent(StepWork::Work::kCreate)) return OnlyIds();
+  auto found = containers_.find(selector);
+  if (!found) return found.take_error();
+  std::set<std::string> ids;
+  for (const cri::Container& c : *found) ids.insert(c.id());
+  if (!ids.empty()) work_.wait_for_quiet_creates(kMostWait, kMostWaiting);
+  return OnlyIds(std::move(ids));
 }
 
 Result<v1::ReleaseResponse> StepEnds::release_step(uint32_t job_id, uint32_t step_id,
                                                    const std::function<void()>& answered_first) {
   auto t0 = std::chrono::steady_clock::now();
   StepWork::Busy busy(work_, StepWork::Work::kRemove);
-  std::chrono::milliseconds waited{0};
-  if (answered_first) {
-    answered_first();
-    waited = after_launches();
-  }
-  auto lock = locks_.share_job(job_id);
   Labels sel = job_selector(job_id);
   sel[labels::kStep] = std::to_string(step_id);
+  Result<OnlyIds> only = OnlyIds();
+  if (answered_first) {
+    answered_first();
+    only = after_launches(sel);
+    if (!only) return only.take_error();
+  }
+  int64_t waited = ms_since(t0);
+  auto lock = locks_.share_job(job_id);
   // A named container stays; this step's own namespaces go with it.
   sessions_.forget_step(job_id, step_id);
   auto containers = containers_.find(sel);
   if (!containers) return containers.take_error();
+  // A job requeued onto this node while the removal waited has its id, and its steps the same numbers.
+  if (*only) std::erase_if(*containers, [&](const cri::Container& c) { return !(*only)->count(c.id()); });
   auto out = released(containers_.remove(*containers));
   if (!out) return out;
   metrics_.released();
   log_info("released " + slurm::step_text(job_id, step_id) + ": " + std::to_string(out->removed_containers()) +
-           " container(s) in " + std::to_string(ms_since(t0)) + " ms (" + std::to_string(waited.count()) +
+           " container(s) in " + std::to_string(ms_since(t0)) + " ms (" + std::to_string(waited) +
            " ms of it waiting for launches)");
   return out;
 }
 
+// Not deferred as a step's: the node's next job, another user's maybe, is to find what this
+// job held (its tmpfs roots' memory, its HCA views) given back.
 Result<v1::ReleaseResponse> StepEnds::release_job(uint32_t job_id, const std::function<void()>& answered_first) {
-  // The holders' exits are containerd's work too: the spare maker's refill waits for them.
-  StepWork::Busy busy(work_, StepWork::Work::kRemove);
+  StepWork::Busy busy(work_, StepWork::Work::kRemove);  // the holders' exits too: the spare maker waits for them
   if (answered_first) {
     // Not under the job's lock: a step's removal, which holds it, is what this need not wait for.
-    if (auto ended = end_job_processes(job_id); ended) {
-      answered_first();
-      after_launches();
-    } else {
-      log_warn("ending the processes of job " + std::to_string(job_id) + ": " + ended.error() +
-               " (answered after the removal)");
-    }
+    if (auto ended = end_job_processes(job_id); ended) answered_first();
+    else log_warn("ending the processes of job " + std::to_string(job_id) + ": " + ended.error() +
+                  " (answered after the removal)");
   }
   auto lock = locks_.lock_job(job_id);
   auto containers = containers_.find(job_selector(job_id));

@@ -49,6 +49,20 @@ TEST_F(AgentTest, AJobsEndEndsItsHoldersBeforeContainerdRemovesThem) {
   EXPECT_EQ(fake_.containers.begin()->second.state(), cri::CONTAINER_EXITED);
 }
 
+// containerd may answer the stop of a container whose holder the job's end ended before it has
+// noted the exit, and refuse the removal as running: the removal waits for the exit, then goes.
+TEST_F(AgentTest, AJobsEndRemovesAContainerWhoseExitContainerdNotesLate) {
+  ASSERT_TRUE(steps_->create(step(44, 0)).ok());
+  ASSERT_TRUE(steps_->end_job_processes(44).ok());
+  fake_.stops_before_exit_noted = 1;
+  auto r = steps_->release_job(44);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->removed_containers(), 1u);
+  std::lock_guard l(fake_.mu);
+  EXPECT_TRUE(fake_.containers.empty());
+  EXPECT_TRUE(fake_.exit_unnoted.empty());
+}
+
 // Each holder's exit costs containerd's shim (one for a user's sandbox) a `runc kill --all` under
 // its one lock: a burst of step ends hands containerd a few exits at a time, the client's 4 slots.
 TEST_F(AgentTest, StepEndsHandContainerdAFewExitsAtATime) {
@@ -112,9 +126,10 @@ TEST_F(AgentTest, AStepWaitingForItsImagesPullIsNoLaunch) {
   fake_.pull_delay = 0ms;
 }
 
-// The wait is bounded: in time (launches that never pause) and in waiters (each holds a thread).
+// The wait is bounded: in time (launches that never pause), in waiters (each holds a thread)
+// and by crispd's stop.
 TEST(StepWorkTest, AWaitForQuietCreatesIsBounded) {
-  crisp::StepWork work(200ms);
+  crisp::StepWork work(200ms, 60s);
   EXPECT_TRUE(work.wait_for_quiet_creates(10ms, 1)) << "nothing made: no wait";
   std::optional<crisp::StepWork::Busy> create(std::in_place, work, crisp::StepWork::Work::kCreate);
   EXPECT_FALSE(work.wait_for_quiet_creates(50ms, 1)) << "gave up after its time";
@@ -123,12 +138,52 @@ TEST(StepWorkTest, AWaitForQuietCreatesIsBounded) {
     EXPECT_TRUE(work.wait_for_quiet_creates(10000ms, 1));
     first_done = true;
   });
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(within_10s([&] { return work.waiting() == 1; }));
   EXPECT_FALSE(work.wait_for_quiet_creates(10000ms, 1)) << "one waits already: the second does not";
   EXPECT_FALSE(first_done);
   create.reset();
   first.join();
   EXPECT_FALSE(work.recent(crisp::StepWork::Work::kCreate));
+
+  create.emplace(work, crisp::StepWork::Work::kCreate);
+  std::thread stopped([&] { EXPECT_FALSE(work.wait_for_quiet_creates(10000ms, 1)) << "crispd stopped"; });
+  ASSERT_TRUE(within_10s([&] { return work.waiting() == 1; }));
+  work.stop_waiting();
+  stopped.join();
+  EXPECT_TRUE(work.recent(crisp::StepWork::Work::kCreate)) << "it ended by the stop, not by the create";
+}
+
+// A create under way longer than `longest` (an entrypoint, a site hook, a lock waited for) no
+// longer counts: one user's entrypoint of a minute must not hold up the node's spares and removals.
+TEST(StepWorkTest, ALongCreateNoLongerCounts) {
+  crisp::StepWork work(50ms, 300ms);
+  crisp::StepWork::Busy create(work, crisp::StepWork::Work::kCreate);
+  EXPECT_TRUE(work.recent(crisp::StepWork::Work::kCreate));
+  std::this_thread::sleep_for(400ms);
+  EXPECT_FALSE(work.recent(crisp::StepWork::Work::kCreate));
+  crisp::StepWork::Busy next(work, crisp::StepWork::Work::kCreate);
+  EXPECT_TRUE(work.recent(crisp::StepWork::Work::kCreate)) << "a new one counts";
+}
+
+// A step's removal that waited for launches removes only the containers it found before: a job
+// requeued onto the node meanwhile has the same id, and its steps the same numbers.
+TEST_F(AgentTest, AStepsRemovalAfterAWaitLeavesARequeuedJobsNewStep) {
+  ASSERT_TRUE(steps_->create(step(43, 0)).ok());
+  std::optional<crisp::StepWork::Busy> launching(std::in_place, steps_->units.work, crisp::StepWork::Work::kCreate);
+  std::atomic<bool> answered{false};
+  std::thread end([&] { EXPECT_TRUE(steps_->units.ends.release_step(43, 0, [&] { answered = true; }).ok()); });
+  ASSERT_TRUE(within_10s([&] { return steps_->units.work.waiting() == 1; }));
+  EXPECT_TRUE(answered);
+  ASSERT_TRUE(steps_->release_job(43).ok());  // the job's end, not deferred: the node's next job is to find it gone
+  {
+    std::lock_guard l(fake_.mu);
+    EXPECT_TRUE(fake_.containers.empty());
+  }
+  ASSERT_TRUE(steps_->create(step(43, 0)).ok());  // the requeued run's step 0
+  launching.reset();
+  end.join();
+  std::lock_guard l(fake_.mu);
+  EXPECT_EQ(fake_.containers.size(), 1u) << "the requeued job's step 0 was removed by its first run's release";
 }
 
 // A node runs many jobs: their locks' entries do not pile up.

@@ -131,10 +131,21 @@ class FakeCriService final : public cri::RuntimeService::Service, public cri::Im
     std::this_thread::sleep_for(f.stop_delay);
     for (int n = exits_unnoted; n > 0 && !exits_unnoted.compare_exchange_weak(n, n - 1);) {
     }
+    if (f.stops_before_exit_noted > 0) {
+      f.stops_before_exit_noted--;
+      std::lock_guard l(f.mu);
+      f.exit_unnoted.insert(req->container_id());
+      return grpc::Status::OK;
+    }
     return stop(f.containers, req->container_id(), cri::CONTAINER_EXITED);
   }
   grpc::Status RemoveContainer(grpc::ServerContext*, const cri::RemoveContainerRequest* req,
                                cri::RemoveContainerResponse*) override {
+    {
+      std::lock_guard l(f.mu);
+      if (f.exit_unnoted.count(req->container_id()))
+        return {grpc::StatusCode::UNKNOWN, "failed to set removing state for container: container is still running, to stop first"};
+    }
     return remove(f.containers, req->container_id());
   }
   grpc::Status ListContainers(grpc::ServerContext*, const cri::ListContainersRequest* req,
@@ -151,8 +162,11 @@ class FakeCriService final : public cri::RuntimeService::Service, public cri::Im
   grpc::Status ContainerStatus(grpc::ServerContext*, const cri::ContainerStatusRequest* req,
                                cri::ContainerStatusResponse* resp) override {
     std::lock_guard l(f.mu);
-    if (!f.containers.count(req->container_id())) return {grpc::StatusCode::NOT_FOUND, "no such container"};
+    auto it = f.containers.find(req->container_id());
+    if (it == f.containers.end()) return {grpc::StatusCode::NOT_FOUND, "no such container"};
     (*resp->mutable_info())["info"] = "{\"pid\": " + std::to_string(getpid()) + "}";
+    resp->mutable_status()->set_state(it->second.state());
+    if (f.exit_unnoted.erase(req->container_id())) it->second.set_state(cri::CONTAINER_EXITED);  // noted now
     return grpc::Status::OK;
   }
   grpc::Status ImageStatus(grpc::ServerContext*, const cri::ImageStatusRequest* req,

@@ -73,6 +73,11 @@ class FakeCri {
   std::chrono::milliseconds create_delay{0};
   std::atomic<int> creating{0}, most_creating{0};
   std::chrono::milliseconds stop_delay{0};
+  // As containerd's for a container whose holder ended before the stop: the next N stops
+  // return before the exit is noted; the container stays running (RemoveContainer refuses
+  // it) until its status has been asked once more.
+  std::atomic<int> stops_before_exit_noted{0};
+  std::set<std::string> exit_unnoted;  // under mu
   bool fail_start = false;
   bool fail_create = false;
   std::string refuse_user;  // the registry refuses this user's credentials
