@@ -54,8 +54,7 @@ Containers::Removed Containers::remove(const std::vector<cri::Container>& contai
     pool_.drop(c.id());
     out.count++;
     sandboxes_.touch(c.pod_sandbox_id());
-    if (auto dir = labels::value_of(c.labels(), labels::kTmpfs); !dir.empty()) remove_mount_root(dir);
-    if (auto dir = labels::value_of(c.labels(), labels::kHcaView); !dir.empty()) remove_hca_view(dir);
+    give_back_host(c);
     // Stopping the holder leaves what it started: they are in the job's (or user's) cgroup now.
     // Slurm could not remove that cgroup while they ran; once they are gone it can go (rmdir
     // refuses while other steps or processes are still in it).
@@ -83,6 +82,12 @@ bool Containers::exit_noted(const std::string& id) {
   }
 }
 
+// Idempotent: a job's end gives them back before its containers are removed.
+void Containers::give_back_host(const cri::Container& c) {
+  if (auto dir = labels::value_of(c.labels(), labels::kTmpfs); !dir.empty()) remove_mount_root(dir);
+  if (auto dir = labels::value_of(c.labels(), labels::kHcaView); !dir.empty()) remove_hca_view(dir);
+}
+
 // A named container's processes were moved into its job's (or user's) Slurm
 // cgroups, which hold nothing else; an unnamed one's are in its step's, which
 // Slurm empties itself at the step's end.
@@ -100,6 +105,7 @@ Status Containers::end_job_processes(uint32_t job_id) {
     if (!holders_.end(c.id()) && c.state() == cri::CONTAINER_RUNNING)
       if (auto s = cri_.stop_container(c.id(), stop_timeout_s_); !s) return s;
     for (const std::string& dir : adopted_cgroups(c)) kill_cgroup_processes(dir);
+    give_back_host(c);
   }
   return Ok{};
 }

@@ -38,6 +38,13 @@ Result<StepEnds::OnlyIds> StepEnds::after_launches(const Labels& selector) {
   return OnlyIds(std::move(ids));
 }
 
+Result<std::vector<cri::Container>> StepEnds::to_remove(const Labels& selector, const OnlyIds& only) {
+  auto found = containers_.find(selector);
+  // A job requeued onto this node while the removal waited has its id, and its steps the same numbers.
+  if (found && only) std::erase_if(*found, [&](const cri::Container& c) { return !only->count(c.id()); });
+  return found;
+}
+
 Result<v1::ReleaseResponse> StepEnds::release_step(uint32_t job_id, uint32_t step_id,
                                                    const std::function<void()>& answered_first) {
   auto t0 = std::chrono::steady_clock::now();
@@ -54,10 +61,8 @@ Result<v1::ReleaseResponse> StepEnds::release_step(uint32_t job_id, uint32_t ste
   auto lock = locks_.share_job(job_id);
   // A named container stays; this step's own namespaces go with it.
   sessions_.forget_step(job_id, step_id);
-  auto containers = containers_.find(sel);
+  auto containers = to_remove(sel, *only);
   if (!containers) return containers.take_error();
-  // A job requeued onto this node while the removal waited has its id, and its steps the same numbers.
-  if (*only) std::erase_if(*containers, [&](const cri::Container& c) { return !(*only)->count(c.id()); });
   auto out = released(containers_.remove(*containers));
   if (!out) return out;
   metrics_.released();
@@ -67,18 +72,22 @@ Result<v1::ReleaseResponse> StepEnds::release_step(uint32_t job_id, uint32_t ste
   return out;
 }
 
-// Not deferred as a step's: the node's next job, another user's maybe, is to find what this
-// job held (its tmpfs roots' memory, its HCA views) given back.
 Result<v1::ReleaseResponse> StepEnds::release_job(uint32_t job_id, const std::function<void()>& answered_first) {
   StepWork::Busy busy(work_, StepWork::Work::kRemove);  // the holders' exits too: the spare maker waits for them
+  Result<OnlyIds> only = OnlyIds();
   if (answered_first) {
     // Not under the job's lock: a step's removal, which holds it, is what this need not wait for.
-    if (auto ended = end_job_processes(job_id); ended) answered_first();
-    else log_warn("ending the processes of job " + std::to_string(job_id) + ": " + ended.error() +
-                  " (answered after the removal)");
+    if (auto ended = end_job_processes(job_id); ended) {
+      answered_first();
+      only = after_launches(job_selector(job_id));
+      if (!only) return only.take_error();
+    } else {
+      log_warn("ending the processes of job " + std::to_string(job_id) + ": " + ended.error() +
+               " (answered after the removal)");
+    }
   }
   auto lock = locks_.lock_job(job_id);
-  auto containers = containers_.find(job_selector(job_id));
+  auto containers = to_remove(job_selector(job_id), *only);
   if (!containers) return containers.take_error();
   auto out = released(containers_.remove(*containers));
   if (!out) return out;

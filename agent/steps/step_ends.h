@@ -1,6 +1,6 @@
 // StepEnds: the end of a step, of a job (its processes first, what its epilog waits for,
-// then its containers) and of a named container a user removes. A step's removal no one
-// waits for waits for steps being launched: see release_step. Calls: JobLocks, Containers,
+// then its containers) and of a named container a user removes. A removal no one waits
+// for waits for steps being launched: see release_step. Calls: JobLocks, Containers,
 // StepSessions, StepWork (the spare maker waits for removals, removals for creates), Metrics.
 #pragma once
 
@@ -30,10 +30,12 @@ class StepEnds {
   // a step's end (and so srun) need not wait for them, nor a job's epilog (and so the
   // node's next job), which waits only until no process of the job is left. answered_first,
   // if given, is called once the caller may be told; what the removal cannot do, the sweep does.
-  // A step's removal so answered first waits, 10 s at most, until no step's container is
-  // being made nor was a moment ago (StepWork): the holder's exit costs containerd's shim a
-  // `runc kill --all` and the removal a `runc delete`, CPU a step being launched beside it
-  // would wait for on a small node (a burst of steps whose first ones end while its last start).
+  // A removal so answered first waits, 10 s at most, until no step's container is being
+  // made nor was a moment ago (StepWork): the holder's exit costs containerd's shim a `runc
+  // kill --all` and the removal a `runc delete`, CPU a step being launched beside it would
+  // wait for on a small node (a burst of steps whose first ones end while its last start; a
+  // burst of jobs whose first ones end so). A job's end gives back what its containers held
+  // on the host (end_job_processes) before it is answered, and removes them after the wait.
   Result<v1::ReleaseResponse> release_step(uint32_t job_id, uint32_t step_id,
                                            const std::function<void()>& answered_first = {});
   Result<v1::ReleaseResponse> release_job(uint32_t job_id, const std::function<void()>& answered_first = {});
@@ -49,6 +51,8 @@ class StepEnds {
   // containers selector named before the wait, the only ones to remove (nullopt: no wait).
   using OnlyIds = std::optional<std::set<std::string>>;
   Result<OnlyIds> after_launches(const Labels& selector);
+  // The containers selector names, those in only alone where it is given.
+  Result<std::vector<cri::Container>> to_remove(const Labels& selector, const OnlyIds& only);
 
   JobLocks& locks_;
   Containers& containers_;

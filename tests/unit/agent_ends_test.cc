@@ -186,6 +186,33 @@ TEST_F(AgentTest, AStepsRemovalAfterAWaitLeavesARequeuedJobsNewStep) {
   EXPECT_EQ(fake_.containers.size(), 1u) << "the requeued job's step 0 was removed by its first run's release";
 }
 
+// A job's end gives back what its containers held on the host (a tmpfs's memory) before its
+// epilog is answered; their removal then waits for the steps being launched.
+TEST_F(AgentTest, AJobsEndGivesBackItsTmpfsAtOnceAndRemovesAfterLaunches) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  auto req = step(45, 0);
+  auto* m = req.add_mounts();
+  m->set_tmpfs(true);
+  m->set_target("/scratch");
+  ASSERT_TRUE(steps_->create(req).ok());
+  const std::string root = dir_ + "/tmpfs/45.0";
+  ASSERT_EQ(access(root.c_str(), F_OK), 0);
+  std::optional<crisp::StepWork::Busy> launching(std::in_place, steps_->units.work, crisp::StepWork::Work::kCreate);
+  std::atomic<bool> answered{false};
+  std::thread end([&] { EXPECT_TRUE(steps_->units.ends.release_job(45, [&] { answered = true; }).ok()); });
+  ASSERT_TRUE(within_10s([&] { return answered.load(); }));
+  EXPECT_EQ(access(root.c_str(), F_OK), -1) << "the step's tmpfs is given back when the epilog is answered";
+  ASSERT_TRUE(within_10s([&] { return steps_->units.work.waiting() == 1; }));
+  {
+    std::lock_guard l(fake_.mu);
+    EXPECT_EQ(fake_.containers.size(), 1u) << "its removal waits for the launch";
+  }
+  launching.reset();
+  end.join();
+  std::lock_guard l(fake_.mu);
+  EXPECT_TRUE(fake_.containers.empty());
+}
+
 // A node runs many jobs: their locks' entries do not pile up.
 TEST_F(AgentTest, JobLocksDoNotPileUpWithTheNodesJobs) {
   for (uint32_t job = 1; job <= 1000; ++job) {
