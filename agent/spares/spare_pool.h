@@ -1,6 +1,6 @@
 // Which spare containers a node keeps: for each user, group and image used within the
-// grace period, as many ready as its steps were once made at the same time (its demand: one
-// for steps one after another, N for a burst of N), at most per_node in all and per_user for
+// grace period, as many ready as its steps once came in one burst (its demand: one for steps
+// one after another with pauses between them, N for a burst of N), at most per_node in all and per_user for
 // one user (a user naming many images cannot fill the node's). Pure bookkeeping under a
 // mutex; crispd makes and removes the containers.
 #pragma once
@@ -42,8 +42,9 @@ class SparePool {
  public:
   explicit SparePool(SpareLimits limits) : limits_(limits) {}
 
-  // A step of key is being made from now until the Arrival goes: the most at once is
-  // the key's demand.
+  // A step of key is being set up from now until the Arrival goes. Steps that come while
+  // another is, or less than 200 ms after the last one, are one burst: the largest is the
+  // key's demand.
   class Arrival {
    public:
     Arrival(SparePool& pool, SpareKey key);
@@ -69,7 +70,7 @@ class SparePool {
   // A ready spare of key (the oldest), taken: no other step can have it. The pool still
   // holds its id (a sweep must not take it for a stray) until drop().
   std::optional<Spare> take(const SpareKey& key);
-  // The key's demand: the most of its steps made at once since it was first used.
+  // The key's demand: the largest burst of its steps since it was first used.
   size_t demand(const SpareKey& key) const;
   // Ready spares of keys unused for the grace period, taken (the caller removes them).
   std::vector<Spare> expired(int64_t now_ns);
@@ -92,6 +93,8 @@ class SparePool {
     size_t cancelled = 0;  // of those, removed while being made: refused when made
     std::deque<Spare> ready;
     size_t arriving = 0;  // its steps being made now
+    size_t burst = 0;     // its steps of the burst under way, or of the last one
+    std::chrono::steady_clock::time_point last_left;  // when the last step's setup ended
     size_t demand = 1;
     // Being made and not refused (rm --spares): those that will be ready.
     size_t being_made() const { return making - cancelled; }

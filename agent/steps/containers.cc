@@ -32,7 +32,7 @@ Result<std::vector<cri::Container>> Containers::find(const Labels& selector) {
   return found;
 }
 
-Containers::Removed Containers::remove(const std::vector<cri::Container>& containers) {
+Containers::Removed Containers::remove(const std::vector<cri::Container>& containers, Host host) {
   Removed out;
   for (const cri::Container& c : containers) {
     std::vector<std::string> adopted = adopted_cgroups(c);
@@ -40,9 +40,10 @@ Containers::Removed Containers::remove(const std::vector<cri::Container>& contai
     // only notes the exit. Unknown to this crispd, it exits on the stop's SIGTERM; remove
     // alone would SIGKILL it.
     auto end = [&] { (void)holders_.end(c.id()); };
-    if (auto s = cri_.stop_container(c.id(), stop_timeout_s_, end); !s) log_warn("stopping container " + c.id() + ": " + s.error());
+    Status stopped = cri_.stop_container(c.id(), stop_timeout_s_, end);
+    if (!stopped) log_warn("stopping container " + c.id() + ": " + stopped.error());
     Status removed = cri_.remove_container(c.id());
-    if (!removed && exit_noted(c.id())) removed = cri_.remove_container(c.id());
+    if (!removed && stopped && exit_noted(c.id())) removed = cri_.remove_container(c.id());
     if (!removed) {
       log_error("removing container " + c.id() + ": " + removed.error());
       out.status = removed;
@@ -54,7 +55,7 @@ Containers::Removed Containers::remove(const std::vector<cri::Container>& contai
     pool_.drop(c.id());
     out.count++;
     sandboxes_.touch(c.pod_sandbox_id());
-    give_back_host(c);
+    if (host == Host::kGiveBack) give_back_host(c);
     // Stopping the holder leaves what it started: they are in the job's (or user's) cgroup now.
     // Slurm could not remove that cgroup while they ran; once they are gone it can go (rmdir
     // refuses while other steps or processes are still in it).
@@ -82,7 +83,6 @@ bool Containers::exit_noted(const std::string& id) {
   }
 }
 
-// Idempotent: a job's end gives them back before its containers are removed.
 void Containers::give_back_host(const cri::Container& c) {
   if (auto dir = labels::value_of(c.labels(), labels::kTmpfs); !dir.empty()) remove_mount_root(dir);
   if (auto dir = labels::value_of(c.labels(), labels::kHcaView); !dir.empty()) remove_hca_view(dir);

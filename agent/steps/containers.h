@@ -43,19 +43,24 @@ class Containers {
     uint32_t count = 0;
     Status status = Ok{};
   };
-  Removed remove(const std::vector<cri::Container>& containers);
+  // host: whether to give back what they held on the host (give_back_host), or not: a
+  // removal that waited gave it back before, and a job requeued onto the node meanwhile may
+  // use the same paths (they are named by job and step).
+  enum class Host { kGiveBack, kGivenBack };
+  Removed remove(const std::vector<cri::Container>& containers, Host host = Host::kGiveBack);
   // The first half of a job's end, what its epilog waits for: no process of the job is left
   // on the node (its containers' holders, and what named ones left in its cgroups), and what
   // they held on the host is given back (tmpfs roots, HCA views): the node's next job, another
   // user's maybe, is not to wait for containerd's removal to get that memory back.
   Status end_job_processes(uint32_t job_id);
+  // What c's processes held on the host: its tmpfs roots (their memory, once no process is
+  // left in the container) and its HCA view. Idempotent.
+  void give_back_host(const cri::Container& c);
   // What crispctl list shows: a job's containers (0: every job's), only uid's (< 0: everyone's).
   Result<v1::ListResponse> list(uint32_t job_id, int64_t only_uid);
 
  private:
   std::vector<std::string> adopted_cgroups(const cri::Container& c);
-  // What c's processes held on the host: its tmpfs roots (memory) and its HCA view.
-  void give_back_host(const cri::Container& c);
   // After a refused removal: whether containerd has noted the container's exit, waited for.
   bool exit_noted(const std::string& id);
 

@@ -32,10 +32,19 @@ Result<StepEnds::OnlyIds> StepEnds::after_launches(const Labels& selector) {
   if (!work_.recent(StepWork::Work::kCreate)) return OnlyIds();
   auto found = containers_.find(selector);
   if (!found) return found.take_error();
+  // What the containers held on the host is given back now: the paths are named by job and
+  // step, and a job requeued onto the node during the wait would have them again.
   std::set<std::string> ids;
-  for (const cri::Container& c : *found) ids.insert(c.id());
+  for (const cri::Container& c : *found) {
+    ids.insert(c.id());
+    containers_.give_back_host(c);
+  }
   if (!ids.empty()) work_.wait_for_quiet_creates(kMostWait, kMostWaiting);
   return OnlyIds(std::move(ids));
+}
+
+Containers::Host StepEnds::host_after(const OnlyIds& only) {
+  return only ? Containers::Host::kGivenBack : Containers::Host::kGiveBack;
 }
 
 Result<std::vector<cri::Container>> StepEnds::to_remove(const Labels& selector, const OnlyIds& only) {
@@ -52,18 +61,19 @@ Result<v1::ReleaseResponse> StepEnds::release_step(uint32_t job_id, uint32_t ste
   Labels sel = job_selector(job_id);
   sel[labels::kStep] = std::to_string(step_id);
   Result<OnlyIds> only = OnlyIds();
+  if (answered_first) answered_first();
+  // A named container stays; this step's own namespaces go with it (before a wait: a requeued
+  // run's step of the same number would have its own).
+  sessions_.forget_step(job_id, step_id);
   if (answered_first) {
-    answered_first();
     only = after_launches(sel);
     if (!only) return only.take_error();
   }
   int64_t waited = ms_since(t0);
   auto lock = locks_.share_job(job_id);
-  // A named container stays; this step's own namespaces go with it.
-  sessions_.forget_step(job_id, step_id);
   auto containers = to_remove(sel, *only);
   if (!containers) return containers.take_error();
-  auto out = released(containers_.remove(*containers));
+  auto out = released(containers_.remove(*containers, host_after(*only)));
   if (!out) return out;
   metrics_.released();
   log_info("released " + slurm::step_text(job_id, step_id) + ": " + std::to_string(out->removed_containers()) +
@@ -89,7 +99,7 @@ Result<v1::ReleaseResponse> StepEnds::release_job(uint32_t job_id, const std::fu
   auto lock = locks_.lock_job(job_id);
   auto containers = to_remove(job_selector(job_id), *only);
   if (!containers) return containers.take_error();
-  auto out = released(containers_.remove(*containers));
+  auto out = released(containers_.remove(*containers, host_after(*only)));
   if (!out) return out;
   // The user's sandbox stays for their next job; the sweep removes it once idle.
   if (out->removed_containers())

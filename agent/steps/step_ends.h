@@ -48,11 +48,14 @@ class StepEnds {
 
  private:
   // Waits for steps being launched, as said above, if they are; then the ids of the
-  // containers selector named before the wait, the only ones to remove (nullopt: no wait).
+  // containers selector named before the wait, the only ones to remove, what they held on
+  // the host given back already (nullopt: no wait).
   using OnlyIds = std::optional<std::set<std::string>>;
   Result<OnlyIds> after_launches(const Labels& selector);
   // The containers selector names, those in only alone where it is given.
   Result<std::vector<cri::Container>> to_remove(const Labels& selector, const OnlyIds& only);
+  // What the removal does with the host's parts: after a wait, after_launches gave them back.
+  static Containers::Host host_after(const OnlyIds& only);
 
   JobLocks& locks_;
   Containers& containers_;

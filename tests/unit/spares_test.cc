@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <thread>
 
 #include "agent/cri/labels.h"
 #include "agent/cri/spec_builder.h"
@@ -155,6 +156,21 @@ TEST(SparePool, AsManySparesAsTheKeysStepsOnceMadeAtOnce) {
   EXPECT_EQ(pool.note_use(a, 6).make, 1u) << "one refused is not counted as coming: one more is made";
   EXPECT_FALSE(pool.made(a, {"s5", "sha"})) << "one being made when removed: refused";
   EXPECT_TRUE(pool.made(a, {"s6", "sha"}));
+}
+
+// Slurm launches a burst's steps one after another, each claim taking milliseconds: steps
+// without a pause of 200 ms between them are one burst, and its size is the demand (counting
+// only those set up at the same time, a burst of 32 kept 24 spares). Steps with pauses are not.
+TEST(SparePool, StepsWithoutAPauseBetweenThemAreOneBurst) {
+  crisp::SparePool pool({16, 8, std::chrono::seconds(60)});
+  crisp::SpareKey a{1000, 100, "img:a"}, b{1000, 100, "img:b"};
+  for (int i = 0; i < 5; ++i) crisp::SparePool::Arrival one(pool, a);
+  EXPECT_EQ(pool.demand(a), 5u);
+  for (int i = 0; i < 3; ++i) {
+    { crisp::SparePool::Arrival one(pool, b); }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  EXPECT_EQ(pool.demand(b), 1u) << "steps with pauses between them";
 }
 
 TEST(SparePool, AtTheLimitTheLeastRecentlyUsedGivesWay) {
