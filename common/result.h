@@ -14,7 +14,7 @@ enum class ErrorKind {
   kClosed,       // the peer closed before a frame began
   kTimedOut,     // a deadline passed
   kUnreachable,  // nothing listens where crispd (or containerd) should
-  kNotFound,     // a path named does not exist
+  kNotFound,     // a path named does not exist, or a container the runtime no longer has
   kUnsupported,  // this node's kernel, filesystem or runtime cannot do it
   kCancelled,    // the step or client it was for went away first
   kRefused,      // what a user asked for, or did, is not allowed (or over a limit)

@@ -14,6 +14,8 @@ Status grpc_status(const char* name, const grpc::Status& s, std::chrono::seconds
   if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
     return fail(ErrorKind::kTimedOut, std::string("the container runtime did not answer ") + name + " within " +
                 std::to_string(timeout.count()) + " s");
+  // A container or sandbox removed meanwhile (the sweep and a release both at it): gone already.
+  if (s.error_code() == grpc::StatusCode::NOT_FOUND) return fail(ErrorKind::kNotFound, std::string(name) + ": " + s.error_message());
   return fail(std::string(name) + ": " + s.error_message());
 }
 

@@ -41,19 +41,23 @@ Containers::Removed Containers::remove(const std::vector<cri::Container>& contai
     // alone would SIGKILL it.
     auto end = [&] { (void)holders_.end(c.id()); };
     Status stopped = cri_.stop_container(c.id(), stop_timeout_s_, end);
-    if (!stopped) log_warn("stopping container " + c.id() + ": " + stopped.error());
-    Status removed = cri_.remove_container(c.id());
-    if (!removed && stopped && exit_noted(c.id())) removed = cri_.remove_container(c.id());
-    if (!removed) {
-      log_error("removing container " + c.id() + ": " + removed.error());
-      out.status = removed;
-      continue;
+    // Removed by another meanwhile (the sweep and a release both at it): not counted again.
+    bool gone = !stopped && stopped.error_kind() == ErrorKind::kNotFound;
+    if (!stopped && !gone) log_warn("stopping container " + c.id() + ": " + stopped.error());
+    if (!gone) {
+      Status removed = cri_.remove_container(c.id());
+      if (!removed && stopped && exit_noted(c.id())) removed = cri_.remove_container(c.id());
+      if (!removed) {
+        log_error("removing container " + c.id() + ": " + removed.error());
+        out.status = removed;
+        continue;
+      }
+      out.count++;
     }
     holders_.forget(c.id());
     sessions_.forget_container(c.id());
     claims_.forget(c.id());
     pool_.drop(c.id());
-    out.count++;
     sandboxes_.touch(c.pod_sandbox_id());
     if (host == Host::kGiveBack) give_back_host(c);
     // Stopping the holder leaves what it started: they are in the job's (or user's) cgroup now.

@@ -63,6 +63,19 @@ TEST_F(AgentTest, AJobsEndRemovesAContainerWhoseExitContainerdNotesLate) {
   EXPECT_TRUE(fake_.exit_unnoted.empty());
 }
 
+// The sweep and a release may both set out to remove a container, from their own listing: the
+// second finds it gone and neither fails nor counts it again.
+TEST_F(AgentTest, AContainerRemovedMeanwhileIsNotRemovedTwice) {
+  ASSERT_TRUE(steps_->create(step(46, 0)).ok());
+  auto listed = steps_->units.containers.find(crisp::job_selector(46));
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(steps_->units.containers.remove(*listed).count, 1u);
+  auto again = steps_->units.containers.remove(*listed);
+  EXPECT_TRUE(again.status.ok()) << again.status.error();
+  EXPECT_EQ(again.count, 0u) << "counted once only";
+}
+
 // Each holder's exit costs containerd's shim (one for a user's sandbox) a `runc kill --all` under
 // its one lock: a burst of step ends hands containerd a few exits at a time, the client's 4 slots.
 TEST_F(AgentTest, StepEndsHandContainerdAFewExitsAtATime) {

@@ -131,6 +131,11 @@ class FakeCriService final : public cri::RuntimeService::Service, public cri::Im
     std::this_thread::sleep_for(f.stop_delay);
     for (int n = exits_unnoted; n > 0 && !exits_unnoted.compare_exchange_weak(n, n - 1);) {
     }
+    {
+      std::lock_guard l(f.mu);  // as containerd's: a container removed meanwhile is not found
+      if (!f.containers.count(req->container_id()))
+        return {grpc::StatusCode::NOT_FOUND, "an error occurred when try to find container: not found"};
+    }
     if (f.stops_before_exit_noted > 0) {
       f.stops_before_exit_noted--;
       std::lock_guard l(f.mu);
