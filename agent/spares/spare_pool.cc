@@ -8,12 +8,11 @@ namespace crisp {
 namespace {
 
 // A key's steps arriving this soon after the last one's setup ended are one burst. Slurm
-// launches a burst's steps one after another (32 at once: about 100 ms apart here, with pauses
-// of over 200 ms now and then), and each claim takes milliseconds, so few are ever set up at
-// the same time: counted so, a burst of 32 kept 24 spares, and with a gap of 200 ms, 23.
-// Steps a user runs one after another within a second count as a burst too, up to the
-// user's limit: spares the refill, which waits for a quiet moment, cannot make between them.
-constexpr std::chrono::milliseconds kBurstGap{1000};
+// launches a burst's steps one after another (32 at once: about 100 ms apart here), and each
+// claim takes milliseconds, so few are ever set up at the same time: counted so, a burst of 32
+// kept 24 spares. Spares are made only after such a pause (StepWork's quiet time), so none is
+// made between a burst's steps either.
+constexpr std::chrono::milliseconds kBurstGap{200};
 
 }  // namespace
 

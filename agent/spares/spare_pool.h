@@ -43,7 +43,7 @@ class SparePool {
   explicit SparePool(SpareLimits limits) : limits_(limits) {}
 
   // A step of key is being set up from now until the Arrival goes. Steps that come while
-  // another is, or less than 1 s after the last one, are one burst: the largest is the
+  // another is, or less than 200 ms after the last one, are one burst: the largest is the
   // key's demand.
   class Arrival {
    public:

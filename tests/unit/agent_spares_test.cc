@@ -18,7 +18,7 @@ namespace {
 TEST_F(AgentTest, ASpareIsClaimedOnceByItsUserAndGoesWithTheStep) {
   auto s = settings();
   s.config.host.dirs = crisp::HostDirs(dir_ + "/tmpfs");
-  s.config.spares = {8, 1, 600s};  // one a user: its steps here come within a second, a burst
+  s.config.spares = {8, 2, 600s};
   s.config.claims_dir = dir_ + "/claims";
   std::vector<crisp::AttachRequest> attached;
   bool attach_fails = false;

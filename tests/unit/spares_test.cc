@@ -159,7 +159,7 @@ TEST(SparePool, AsManySparesAsTheKeysStepsOnceMadeAtOnce) {
 }
 
 // Slurm launches a burst's steps one after another, each claim taking milliseconds: steps
-// without a pause of 1 s between them are one burst, and its size is the demand (counting
+// without a pause of 200 ms between them are one burst, and its size is the demand (counting
 // only those set up at the same time, a burst of 32 kept 24 spares). Steps with pauses are not.
 TEST(SparePool, StepsWithoutAPauseBetweenThemAreOneBurst) {
   crisp::SparePool pool({16, 8, std::chrono::seconds(60)});
@@ -168,7 +168,7 @@ TEST(SparePool, StepsWithoutAPauseBetweenThemAreOneBurst) {
   EXPECT_EQ(pool.demand(a), 5u);
   for (int i = 0; i < 3; ++i) {
     { crisp::SparePool::Arrival one(pool, b); }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
   EXPECT_EQ(pool.demand(b), 1u) << "steps with pauses between them";
 }
