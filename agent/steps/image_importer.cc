@@ -14,6 +14,7 @@
 #include "agent/host/user_access.h"
 #include "agent/host/user_rootfs.h"
 #include "agent/images/enroot_config.h"
+#include "agent/steps/phase_clock.h"
 #include "common/files.h"
 #include "common/image_ref.h"
 #include "common/log.h"
@@ -103,8 +104,7 @@ Result<v1::ImportResponse> ImageImporter::import(uint32_t uid, uint32_t gid, con
   v1::ImportResponse r;
   r.set_image_ref(ref->canonical());
   r.set_bytes(*bytes);
-  r.set_ms(static_cast<uint32_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()));
+  r.set_ms(static_cast<uint32_t>(ms_since(t0)));
   log_info("imported " + ref->canonical() + " for uid " + std::to_string(uid) + " to " + path + " (" +
            std::to_string(r.bytes()) + " bytes in " + std::to_string(r.ms()) + " ms)");
   return r;

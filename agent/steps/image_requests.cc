@@ -5,6 +5,7 @@
 #include "agent/images/image_store.h"
 #include "agent/metrics/metrics.h"
 
+#include "agent/steps/phase_clock.h"
 #include "common/files.h"
 #include "common/passwd.h"
 #include "common/slurm_ids.h"
@@ -68,8 +69,7 @@ Result<v1::PullResponse> ImageRequests::pull(const v1::PullRequest& req, const P
   if (!config) return config.take_error();
   v1::PullResponse out;
   out.set_image_ref(ref->canonical());
-  out.set_ms(static_cast<uint32_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()));
+  out.set_ms(static_cast<uint32_t>(ms_since(t0)));
   return out;
 }
 

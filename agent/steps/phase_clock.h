@@ -10,6 +10,11 @@
 
 namespace crisp {
 
+// Milliseconds since t0, for a log line or an answer's timing.
+inline int64_t ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+
 class PhaseClock {
  public:
   using Clock = std::chrono::steady_clock;

@@ -154,7 +154,7 @@ void SpareContainers::loop() {
       metrics_.spare(SpareEvent::kMade);
       log_info("made spare container " + made->id.substr(0, 12) + " (uid " + std::to_string(key.uid) + ", " + key.image +
                ") in " +
-               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()) +
+               std::to_string(ms_since(t0)) +
                " ms");
     } else {
       pool_.unmade(key);

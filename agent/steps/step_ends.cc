@@ -4,6 +4,7 @@
 
 #include "agent/cri/labels.h"
 #include "agent/metrics/metrics.h"
+#include "agent/steps/phase_clock.h"
 #include "common/log.h"
 #include "common/slurm_ids.h"
 
@@ -14,10 +15,6 @@ namespace {
 // containers; each waiting removal holds its connection's thread, so at most this many wait.
 constexpr std::chrono::milliseconds kMostWait{10000};
 constexpr int kMostWaiting = 64;
-
-int64_t ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-}
 
 Result<v1::ReleaseResponse> released(const Containers::Removed& removed) {
   if (!removed.status) return removed.status.take_error();

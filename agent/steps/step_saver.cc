@@ -10,6 +10,7 @@
 #include "agent/cri/spec_builder.h"
 #include "agent/host/user_access.h"
 #include "agent/host/user_rootfs.h"
+#include "agent/steps/phase_clock.h"
 #include "common/log.h"
 #include "common/slurm_ids.h"
 #include "common/strings.h"
@@ -37,8 +38,7 @@ Result<v1::SaveStepResponse> StepSaver::save(const v1::SaveStepRequest& req) {
   if (!bytes) return fail("--container-save to " + req.path() + " failed: " + bytes.error());
   v1::SaveStepResponse r;
   r.set_bytes(*bytes);
-  r.set_ms(static_cast<uint32_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()));
+  r.set_ms(static_cast<uint32_t>(ms_since(t0)));
   log_info("saved the container of " + slurm::step_text(req.job_id(), req.step_id()) + " (uid " +
            std::to_string(req.uid()) + ") to " + req.path() + ": " + std::to_string(r.bytes()) + " bytes in " +
            std::to_string(r.ms()) + " ms");
