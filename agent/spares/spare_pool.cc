@@ -75,17 +75,10 @@ SparePool::Use SparePool::note_use(const SpareKey& key, int64_t now_ns) {
   return use;
 }
 
-void SparePool::making_now(const SpareKey& key) {
-  std::lock_guard lock(mu_);
-  slots_[key].making_now++;
-}
-
 bool SparePool::made(const SpareKey& key, Spare spare) {
   std::lock_guard lock(mu_);
   Slot& slot = slots_[key];
   if (slot.making > 0) slot.making--;
-  if (slot.making_now > 0) slot.making_now--;
-  landed_.notify_all();
   if (slot.cancelled > 0) {
     slot.cancelled--;
     return false;
@@ -100,39 +93,17 @@ void SparePool::unmade(const SpareKey& key) {
   if (it == slots_.end()) return;
   Slot& slot = it->second;
   if (slot.making > 0) slot.making--;
-  if (slot.making_now > 0) slot.making_now--;
   slot.cancelled = std::min(slot.cancelled, slot.making);
-  landed_.notify_all();
-}
-
-std::optional<Spare> SparePool::take_front(Slot& slot) {
-  if (slot.ready.empty()) return std::nullopt;
-  Spare out = std::move(slot.ready.front());
-  slot.ready.pop_front();
-  taken_.insert(out.id);
-  return out;
 }
 
 std::optional<Spare> SparePool::take(const SpareKey& key) {
   std::lock_guard lock(mu_);
   auto it = slots_.find(key);
-  if (it == slots_.end() || it->second.ready.size() <= it->second.awaited) return std::nullopt;
-  return take_front(it->second);
-}
-
-std::optional<Spare> SparePool::take_when_made(const SpareKey& key, std::chrono::milliseconds most) {
-  std::unique_lock lock(mu_);
-  auto it = slots_.find(key);
-  if (it == slots_.end()) return std::nullopt;
-  // The map's nodes stay put: the slot outlives the wait (expired() keeps a slot being made).
-  Slot& slot = it->second;
-  if (slot.ready.size() > slot.awaited) return take_front(slot);
-  if (slot.making_now <= slot.awaited) return std::nullopt;
-  slot.awaited++;
-  // Woken by each end of a make: ready, or fewer under way than steps waiting (one failed).
-  landed_.wait_for(lock, most, [&] { return !slot.ready.empty() || slot.making_now < slot.awaited; });
-  slot.awaited--;
-  return take_front(slot);
+  if (it == slots_.end() || it->second.ready.empty()) return std::nullopt;
+  Spare out = std::move(it->second.ready.front());
+  it->second.ready.pop_front();
+  taken_.insert(out.id);
+  return out;
 }
 
 size_t SparePool::demand(const SpareKey& key) const {
@@ -197,12 +168,6 @@ size_t SparePool::ready() const {
   size_t n = 0;
   for (const auto& [key, slot] : slots_) n += slot.ready.size();
   return n;
-}
-
-size_t SparePool::ready(const SpareKey& key) const {
-  std::lock_guard lock(mu_);
-  auto it = slots_.find(key);
-  return it == slots_.end() ? 0 : it->second.ready.size();
 }
 
 size_t SparePool::making() const {

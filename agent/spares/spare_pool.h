@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <compare>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -65,19 +64,12 @@ class SparePool {
     std::vector<Spare> evicted;
   };
   Use note_use(const SpareKey& key, int64_t now_ns);
-  // The maker begins one of key's (one note_use counted): then made() or unmade().
-  void making_now(const SpareKey& key);
   // false: its key's spares were removed while it was made (take_all); the caller removes it.
   bool made(const SpareKey& key, Spare spare);
   void unmade(const SpareKey& key);
   // A ready spare of key (the oldest), taken: no other step can have it. The pool still
-  // holds its id (a sweep must not take it for a stray) until drop(). One a step waits for
-  // (take_when_made) goes to that step, not to one that came after it.
+  // holds its id (a sweep must not take it for a stray) until drop().
   std::optional<Spare> take(const SpareKey& key);
-  // None ready: one the maker is making now that no other step waits for, taken when made,
-  // waiting `most` at most (nullopt: none was being made, it failed, or it took longer). Of
-  // steps one after another, the next comes while the spare for it is being made.
-  std::optional<Spare> take_when_made(const SpareKey& key, std::chrono::milliseconds most);
   // The key's demand: the largest burst of its steps since it was first used.
   size_t demand(const SpareKey& key) const;
   // Ready spares of keys unused for the grace period, taken (the caller removes them).
@@ -90,8 +82,6 @@ class SparePool {
   // Ready, or taken and not yet dropped.
   bool holds(const std::string& container_id) const;
   size_t ready() const;
-  // Ready of key.
-  size_t ready(const SpareKey& key) const;
   // Being made and not refused: ready soon (a bench waits for none before a burst).
   size_t making() const;
   const SpareLimits& limits() const { return limits_; }
@@ -101,8 +91,6 @@ class SparePool {
     int64_t last_use_ns = 0;
     size_t making = 0;
     size_t cancelled = 0;  // of those, removed while being made: refused when made
-    size_t making_now = 0;  // of those, the maker's under way
-    size_t awaited = 0;     // steps waiting for one of those (take_when_made)
     std::deque<Spare> ready;
     size_t arriving = 0;  // its steps being made now
     size_t burst = 0;     // its steps of the burst under way, or of the last one
@@ -113,7 +101,6 @@ class SparePool {
     // Ready, or being made and not refused.
     size_t coming() const { return being_made() + ready.size(); }
   };
-  std::optional<Spare> take_front(Slot& slot);  // mu_ held
   size_t held(const std::optional<uint32_t>& uid) const;  // made or being made (and not refused)
   // A ready spare of the least recently used key other than key (of uid only, if given), taken.
   std::optional<Spare> take_least_recent(const SpareKey& key, const std::optional<uint32_t>& uid);
@@ -122,7 +109,6 @@ class SparePool {
 
   SpareLimits limits_;
   mutable std::mutex mu_;
-  std::condition_variable landed_;  // a make ended, made or not
   std::map<SpareKey, Slot> slots_;
   std::set<std::string> taken_;
 };

@@ -22,9 +22,6 @@ namespace {
 constexpr int64_t kUnknownSpareAge = 120'000'000'000;
 // How often the maker looks again while steps are being made.
 constexpr std::chrono::milliseconds kBusyWait{20};
-// How long a step that finds none ready waits for the one being made: what is left of a
-// make is less than a whole container's start (100 to 300 ms here), unless containerd is slow.
-constexpr std::chrono::milliseconds kMostWaitForSpare{500};
 
 // The holder's supplementary groups are looked up when it is made (tasks take Slurm's).
 StepContainerInput spare_input(const SpareKey& key, const std::string& user) {
@@ -79,10 +76,6 @@ Result<std::string> SpareContainers::claim(const v1::CreateStepRequest& req, Ste
   if (!key) return std::string();
   plan.spare_arrival = std::make_unique<SparePool::Arrival>(pool_, *key);
   auto spare = pool_.take(*key);
-  if (!spare) {
-    clock.begin("wait");
-    spare = pool_.take_when_made(*key, kMostWaitForSpare);
-  }
   if (!spare) return std::string();
   clock.begin("claim");
   if (auto s = fit(req, plan, *key, *spare); !s) {
@@ -139,21 +132,14 @@ void SpareContainers::want(const v1::CreateStepRequest& req, const StepPlan& pla
   cv_.notify_one();
 }
 
-bool SpareContainers::must_wait(const SpareKey& key) const {
-  // None of key's ready: its next step pays runc whatever else runs, so this one is made as
-  // soon as no step's container is being made (steps one after another: the next one's).
-  if (pool_.ready(key) == 0) return work_.under_way(StepWork::Work::kCreate);
-  return work_.recent(StepWork::Work::kCreate) || (pool_.demand(key) > 1 && work_.recent(StepWork::Work::kRemove));
-}
-
 // One at a time, only while no step's container is being made (nor, for a burst's refill,
-// removed) nor, unless its key has none ready, was a moment ago: a spare never delays a step.
+// removed) nor was a moment ago: a spare never delays a step.
 void SpareContainers::loop() {
   std::unique_lock lock(mu_);
   for (;;) {
     cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (stop_) return;
-    if (must_wait(queue_.front().first)) {
+    if (work_.recent(StepWork::Work::kCreate) || (queue_.size() > 1 && work_.recent(StepWork::Work::kRemove))) {
       cv_.wait_for(lock, kBusyWait, [this] { return stop_; });
       continue;
     }
@@ -161,7 +147,6 @@ void SpareContainers::loop() {
     queue_.pop_front();
     lock.unlock();
     auto t0 = std::chrono::steady_clock::now();
-    pool_.making_now(key);
     auto made = make(key, user);
     if (made && !pool_.made(key, *made)) {
       remove_one(made->id);  // its user's spares were removed meanwhile

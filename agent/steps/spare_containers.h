@@ -56,9 +56,10 @@ struct SpareParts {
   UserSandboxes& sandboxes;
   ContainerStarter& starter;
   Holders& holders;
-  // Spares wait for no step's create, nor for a moment after. A bursting key's refill waits
-  // for removals too: the burst's first steps end while its last are still being launched.
-  // A key's first with none ready waits only for creates under way: it is for the next step.
+  // Spares wait for no step's create, nor for a moment after. A burst's refill (more than one
+  // spare to make) waits for removals too: the burst's first steps end while its last are
+  // still being launched. One spare, a step's after another's, does not: it is to be ready
+  // for the next step.
   StepWork& work;
 };
 
@@ -89,8 +90,6 @@ class SpareContainers {
   Status fit(const v1::CreateStepRequest& req, const StepPlan& plan, const SpareKey& key, const Spare& spare);
   Result<Spare> make(const SpareKey& key, const std::string& user);
   void remove_one(const std::string& container_id);
-  // Whether the maker waits before making a spare of key (mu_ held).
-  bool must_wait(const SpareKey& key) const;
   void loop();
 
   CriClient& cri_;

@@ -27,20 +27,12 @@ StepWork::Busy::~Busy() {
   under.last_ended = steady_ns();
 }
 
-bool StepWork::under_way_locked(const Under& under, int64_t now) const {
-  return !under.started.empty() && now - *under.started.rbegin() < longest_.count();
-}
-
 bool StepWork::recent(Work kind) const {
   std::lock_guard lock(mu_);
   const Under& under = under_[static_cast<int>(kind)];
   int64_t now = steady_ns();
-  return under_way_locked(under, now) || (under.last_ended && now - *under.last_ended < quiet_.count());
-}
-
-bool StepWork::under_way(Work kind) const {
-  std::lock_guard lock(mu_);
-  return under_way_locked(under_[static_cast<int>(kind)], steady_ns());
+  bool under_way = !under.started.empty() && now - *under.started.rbegin() < longest_.count();
+  return under_way || (under.last_ended && now - *under.last_ended < quiet_.count());
 }
 
 bool StepWork::wait_for_quiet_creates(std::chrono::milliseconds most, int most_waiting) {

@@ -41,8 +41,6 @@ class StepWork {
   // Work of this kind began less than `longest` ago and is under way, or ended less than
   // `quiet` ago.
   bool recent(Work kind) const;
-  // Work of this kind began less than `longest` ago and is under way now.
-  bool under_way(Work kind) const;
   // Waits until no step's container is being made nor was a moment ago, for at most `most`,
   // and not at all where `most_waiting` wait already (each holds its caller's thread, and
   // crispd's connections are bounded), nor once crispd stops. False: it gave up waiting.
@@ -57,8 +55,6 @@ class StepWork {
     std::multiset<int64_t> started;  // steady ns of each under way
     std::optional<int64_t> last_ended;
   };
-  bool under_way_locked(const Under& under, int64_t now) const;
-
   const std::chrono::nanoseconds quiet_, longest_;
   mutable std::mutex mu_;
   Under under_[2];

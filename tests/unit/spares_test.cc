@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <optional>
 #include <thread>
 
 #include "agent/cri/labels.h"
@@ -172,66 +171,6 @@ TEST(SparePool, StepsWithoutAPauseBetweenThemAreOneBurst) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
   EXPECT_EQ(pool.demand(b), 1u) << "steps with pauses between them";
-}
-
-// Steps one after another: the next comes while the spare for it is being made. It waits
-// for that one (not for one only queued), and the spare is its own, not a later step's.
-TEST(SparePool, AStepWaitsForTheSpareBeingMadeAndGetsIt) {
-  using std::chrono::milliseconds;
-  crisp::SparePool pool({8, 4, std::chrono::seconds(60)});
-  crisp::SpareKey a{1000, 100, "img:a"};
-  ASSERT_EQ(pool.note_use(a, 0).make, 1u);
-  EXPECT_FALSE(pool.take_when_made(a, milliseconds(2000))) << "queued, not being made: no wait";
-  pool.making_now(a);
-  std::optional<crisp::Spare> waited;
-  std::jthread step([&] { waited = pool.take_when_made(a, milliseconds(5000)); });
-  auto t0 = std::chrono::steady_clock::now();
-  std::this_thread::sleep_for(milliseconds(100));
-  EXPECT_FALSE(pool.take_when_made(a, milliseconds(2000))) << "one being made, and a step already waits for it";
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(1000)) << "the second did not wait";
-  ASSERT_TRUE(pool.made(a, {"s1", "sha"}));
-  EXPECT_FALSE(pool.take(a)) << "made for the step waiting: a later step does not take it";
-  step.join();
-  ASSERT_TRUE(waited);
-  EXPECT_EQ(waited->id, "s1");
-  EXPECT_TRUE(pool.holds("s1"));
-  EXPECT_EQ(pool.ready(), 0u);
-}
-
-// A make that fails, or takes too long, or whose user's spares are removed, lets its waiting
-// step go at once (it makes its own container), and a step never waits longer than asked.
-TEST(SparePool, AWaitForASpareEndsWithItsMakeAndIsBounded) {
-  using std::chrono::milliseconds;
-  crisp::SparePool pool({8, 4, std::chrono::seconds(60)});
-  crisp::SpareKey a{1000, 100, "img:a"};
-  auto wait_while = [&](auto&& end_make) {
-    std::optional<crisp::Spare> got = crisp::Spare{"none", ""};
-    auto t0 = std::chrono::steady_clock::now();
-    std::jthread step([&] { got = pool.take_when_made(a, milliseconds(5000)); });
-    std::this_thread::sleep_for(milliseconds(100));
-    end_make();
-    step.join();
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(3000)) << "woken by the make's end";
-    return got;
-  };
-  ASSERT_EQ(pool.note_use(a, 0).make, 1u);
-  pool.making_now(a);
-  EXPECT_FALSE(wait_while([&] { pool.unmade(a); })) << "the make failed";
-  ASSERT_EQ(pool.note_use(a, 1).make, 1u);
-  pool.making_now(a);
-  EXPECT_FALSE(wait_while([&] {
-    (void)pool.take_all(1000u);
-    EXPECT_FALSE(pool.made(a, {"s2", "sha"}));
-  })) << "its user's spares removed meanwhile";
-  EXPECT_FALSE(pool.holds("s2"));
-  ASSERT_EQ(pool.note_use(a, 2).make, 1u);
-  pool.making_now(a);
-  auto t0 = std::chrono::steady_clock::now();
-  EXPECT_FALSE(pool.take_when_made(a, milliseconds(200))) << "longer than the step waits";
-  EXPECT_GE(std::chrono::steady_clock::now() - t0, milliseconds(200));
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(2000));
-  ASSERT_TRUE(pool.made(a, {"s3", "sha"}));
-  EXPECT_EQ(pool.take(a)->id, "s3") << "made after its step gave up: the next step's";
 }
 
 TEST(SparePool, AtTheLimitTheLeastRecentlyUsedGivesWay) {
