@@ -202,6 +202,16 @@ failed = []
 waited = [0.0]  # the longest wait for the spares before a burst
 
 
+def launch(argv):
+    """argv as the test user; its wall time in ms. A failure is counted (a target row), not fatal."""
+    t0 = time.perf_counter()
+    p = subprocess.run(["runuser", "-u", A.user, "--", *argv], cwd=WORK, capture_output=True, text=True)
+    ms = (time.perf_counter() - t0) * 1000
+    if p.returncode != 0:
+        failed.append(p.stderr.strip())
+    return ms
+
+
 def burst(cmd, n):
     """n launches of cmd(i) released together; each one's wall time in ms."""
     start = threading.Barrier(n)
@@ -209,9 +219,7 @@ def burst(cmd, n):
 
     def one(i):
         start.wait()
-        t0 = time.perf_counter()
-        p = subprocess.run(["runuser", "-u", A.user, "--", *cmd(i)], cwd=WORK, capture_output=True, text=True)
-        results[i] = ((time.perf_counter() - t0) * 1000, p.returncode, p.stderr.strip())
+        results[i] = launch(cmd(i))
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
     for t in threads:
@@ -220,8 +228,7 @@ def burst(cmd, n):
         while t.is_alive():
             peak[0] = max(peak[0], rss_mb())
             t.join(0.01)
-    failed.extend(err for _, rc, err in results if rc != 0)
-    return [ms for ms, _, _ in results]
+    return results
 
 
 def one_after_another(cmd, n):
@@ -229,12 +236,8 @@ def one_after_another(cmd, n):
     wall time in ms."""
     results = []
     for i in range(n):
-        t0 = time.perf_counter()
-        p = subprocess.run(["runuser", "-u", A.user, "--", *cmd(i)], cwd=WORK, capture_output=True, text=True)
-        results.append((time.perf_counter() - t0) * 1000)
+        results.append(launch(cmd(i)))
         peak[0] = max(peak[0], rss_mb())
-        if p.returncode:
-            failed.append(p.stderr.strip())
     return results
 
 
@@ -404,12 +407,13 @@ def burst_ratio(label, f):
     return f(bursts[(label, "crisp")]) / f(bursts[(label, "bare")])
 
 
-for label, p50_max, max_max in (("8 steps of one job", 1.3, 1.5), ("32 steps of one job", 1.3, 1.5), ("8 new jobs", 1.3, None),
-                                (LOOP, 1.3, None)):
-    targets.append((f"{label}{'' if label == LOOP else ' at once'}: p50 ≤ {p50_max} × bare", f"{burst_ratio(label, statistics.median):.2f} ×",
+for label, row, p50_max, max_max in (("8 steps of one job", "8 steps of one job at once", 1.3, 1.5),
+                                     ("32 steps of one job", "32 steps of one job at once", 1.3, 1.5),
+                                     ("8 new jobs", "8 new jobs at once", 1.3, None), (LOOP, LOOP, 1.3, None)):
+    targets.append((f"{row}: p50 ≤ {p50_max} × bare", f"{burst_ratio(label, statistics.median):.2f} ×",
                     burst_ratio(label, statistics.median) <= p50_max))
     if max_max:
-        targets.append((f"{label} at once: max ≤ {max_max} × bare", f"{burst_ratio(label, max):.2f} ×",
+        targets.append((f"{row}: max ≤ {max_max} × bare", f"{burst_ratio(label, max):.2f} ×",
                         burst_ratio(label, max) <= max_max))
 
 lines = [f"Launch of `/bin/true` ({A.runs} runs each, interleaved), both images cached:", "",
